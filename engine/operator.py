@@ -1,0 +1,119 @@
+"""The operator contract: a stream processor is ``init()`` plus a pure, deterministic ``step``.
+
+Batches and states are pandas DataFrames. Input events carry their key column, ``__t`` (event time,
+microseconds since the epoch, UTC) and ``__seq`` (arrival sequence; the total order of the
+recording). A keyed operator's state is a table with one or more rows per key, and ``step`` over a
+set of keys is the union of ``step`` over each key: the runner may therefore hand any subset of keys
+to any worker. ``step`` uses no clock, no randomness and never depends on row order of its inputs
+beyond ``__seq``, so its output does not depend on where batch boundaries fall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+TIME = "__t"
+SEQ = "__seq"
+REASON = "reason"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step returns: the next state, the emitted output and the late events."""
+
+    state: pd.DataFrame
+    output: pd.DataFrame
+    late: pd.DataFrame
+
+
+class StateCodec:
+    """Encodes a state DataFrame as Arrow (to persist it), back, and to a canonical digest."""
+
+    def __init__(self, schema: pa.Schema, sort_by: list[str]):
+        self.schema = schema
+        self.sort_by = sort_by
+
+    def encode(self, state: pd.DataFrame) -> pa.Table:
+        return to_arrow(state, self.schema)
+
+    def decode(self, table: pa.Table) -> pd.DataFrame:
+        return table.cast(self.schema).to_pandas()
+
+    def canon(self, state: pd.DataFrame) -> pd.DataFrame:
+        """The state's rows in a fixed order with a fresh index: equal states are equal frames."""
+        frame = state[self.schema.names]
+        return frame.sort_values(self.sort_by, kind="stable").reset_index(drop=True)
+
+    def digest(self, state: pd.DataFrame) -> str:
+        """A hash of the canonical state (compare states across plans cheaply)."""
+        table = to_arrow(self.canon(state), self.schema)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()[:16]
+
+
+def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """Convert ``frame`` to ``schema``; int64 microseconds become timestamps, NaN becomes null."""
+    arrays = []
+    for fld in schema:
+        values = frame[fld.name] if len(frame) else pd.Series([], dtype=object)
+        if pa.types.is_timestamp(fld.type) and not pd.api.types.is_datetime64_any_dtype(values):
+            arr = pa.array(np.asarray(values, dtype="int64"), pa.int64()).cast(fld.type)
+        else:
+            arr = pa.array(values, type=fld.type, from_pandas=True)
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class KeyedOperator(ABC):
+    """A keyed stream processor over pandas batches (see the module docstring)."""
+
+    name: str
+    version: str
+    key: str
+    state_codec: StateCodec
+    output_schema: pa.Schema
+
+    @abstractmethod
+    def init(self) -> pd.DataFrame:
+        """The initial (empty) state."""
+
+    @abstractmethod
+    def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
+        """Consume one batch; ``state`` and ``batch`` may hold any set of keys."""
+
+    @abstractmethod
+    def finish(self, state: pd.DataFrame) -> pd.DataFrame:
+        """Output owed at the end of the input (e.g. windows still open)."""
+
+    def late_schema(self, events: pa.Schema) -> pa.Schema:
+        """Schema of the late table: the event columns plus the reason."""
+        return events.append(pa.field(REASON, pa.string()))
+
+
+def run_batches(op: KeyedOperator, batches: list[pd.DataFrame],
+                finish: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """Run ``op`` over ``batches`` in-process: (output, late, final state, state digests).
+
+    The pure-Python runner: the Spark runner must produce the same output for the same input.
+    """
+    state = op.init()
+    outputs, lates, digests = [], [], []
+    for batch in batches:
+        result = op.step(state, batch)
+        state = result.state
+        outputs.append(result.output)
+        lates.append(result.late)
+        digests.append(op.state_codec.digest(state))
+    if finish:
+        outputs.append(op.finish(state))
+    output = pd.concat(outputs, ignore_index=True) if outputs else op.finish(op.init())
+    late = pd.concat(lates, ignore_index=True) if lates else pd.DataFrame()
+    return output, late, state, digests

@@ -1,0 +1,40 @@
+"""From a catalog query to its operator and its naive reference (one switch on ``kind``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from .catalog import CatalogError, QuerySpec, RecordingSpec
+from .operator import KeyedOperator
+from .windows import TumblingWindow, parse_window_query, tumbling_reference
+
+#: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events).
+Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int]]]
+
+
+def _unsupported(query: QuerySpec) -> CatalogError:
+    return CatalogError(query.source, "kind",
+                        f"kind {query.kind!r} cannot be replayed yet (supported: window)")
+
+
+def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
+    """The incremental operator that replays ``query``."""
+    if query.kind != "window":
+        raise _unsupported(query)
+    return TumblingWindow(parse_window_query(query, recording), name=query.name)
+
+
+def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
+    """The naive reference evaluation of ``query`` (events need ``__t`` and ``__seq``)."""
+    if query.kind != "window":
+        raise _unsupported(query)
+    spec = parse_window_query(query, recording)
+
+    def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
+        rows, late = tumbling_reference(events, spec)
+        columns = [spec.key, "window_start", "window_end", *(a.name for a in spec.aggregates)]
+        return pd.DataFrame(rows, columns=columns), late
+
+    return run

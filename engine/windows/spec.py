@@ -1,0 +1,84 @@
+"""The ``kind: window`` query spec: window shape and named aggregates."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
+
+AGGREGATES = ("count", "sum", "min", "max", "avg")
+NUMERIC = ("int", "double")
+_CALL = re.compile(r"^\s*([a-z_]+)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)?\s*\)\s*$")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """``name = fn(column)``; ``column`` is None for ``count()``."""
+
+    name: str
+    fn: str
+    column: str | None
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A per-key event-time window aggregate."""
+
+    key: str
+    size_us: int
+    lateness_us: int
+    aggregates: tuple[Aggregate, ...]
+    value_types: dict[str, str]  # aggregated column -> recording type
+    key_type: str
+
+    @property
+    def value_columns(self) -> list[str]:
+        return sorted(self.value_types)
+
+
+def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec:
+    """Check the ``query`` block of a window query against its recording."""
+    src = query.source
+    body: Any = query.query
+    if not isinstance(body, dict):
+        raise CatalogError(src, "query", "expected a mapping with 'window' and 'aggregates'")
+    window = body.get("window")
+    if not isinstance(window, dict) or window.get("type") != "tumbling":
+        raise CatalogError(src, "query.window",
+                           f"expected {{type: tumbling, size: <duration>}}, got {window!r}")
+    size = parse_duration_us(window.get("size", ""), source=src, fieldname="query.window.size")
+    if size <= 0:
+        raise CatalogError(src, "query.window.size", "must be positive")
+    aggs = body.get("aggregates")
+    if not isinstance(aggs, dict) or not aggs:
+        raise CatalogError(src, "query.aggregates",
+                           "expected a non-empty mapping name: fn(column), e.g. hr: avg(heart_rate)")
+    parsed, value_types = [], {}
+    reserved = {query.key, "window_start", "window_end", "batch"}
+    for name, text in aggs.items():
+        where = f"query.aggregates.{name}"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) or name in reserved:
+            raise CatalogError(src, where, f"output name {name!r} is not an identifier or is "
+                               f"reserved ({', '.join(sorted(map(str, reserved)))})")
+        m = _CALL.match(str(text))
+        if not m or m.group(1) not in AGGREGATES:
+            raise CatalogError(src, where, f"expected one of {', '.join(AGGREGATES)} applied to a "
+                               f"column, e.g. avg(heart_rate) or count(), got {text!r}")
+        fn, col = m.group(1), m.group(2)
+        if fn == "count" and col is None:
+            parsed.append(Aggregate(name, fn, None))
+            continue
+        if col is None:
+            raise CatalogError(src, where, f"{fn}() needs a column")
+        if col not in recording.columns:
+            raise CatalogError(src, where, f"column {col!r} is not in recording {recording.name!r}")
+        if fn != "count" and recording.columns[col] not in NUMERIC:
+            raise CatalogError(src, where, f"{fn} needs a numeric column; {col!r} has type "
+                               f"{recording.columns[col]}")
+        value_types[col] = recording.columns[col]
+        parsed.append(Aggregate(name, fn, col))
+    return WindowSpec(key=query.key or recording.key, size_us=size, lateness_us=query.lateness_us,
+                      aggregates=tuple(parsed), value_types=value_types,
+                      key_type=recording.columns[query.key or recording.key])

@@ -1,0 +1,235 @@
+"""The ``reprise`` command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.catalog import CatalogError, load_catalog
+
+app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+console = Console()
+err = Console(stderr=True)
+
+Warehouse_ = Annotated[Path | None, typer.Option(
+    "--warehouse", help="Warehouse directory [env REPRISE_WAREHOUSE, default ./warehouse]")]
+Catalog_ = Annotated[Path, typer.Option("--catalog", help="Catalog directory")]
+Backend_ = Annotated[str | None, typer.Option(
+    "--backend", help="Delta backend: auto | delta-rs | delta-spark [env REPRISE_DELTA_BACKEND]")]
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code=1)
+
+
+class Context:
+    """Lazily built Spark session, storage, warehouse and catalog for one command."""
+
+    def __init__(self, warehouse: Path | None, catalog: Path, backend: str | None):
+        from .warehouse import Warehouse
+
+        self.warehouse = Warehouse.from_env(warehouse)
+        try:
+            self.catalog = load_catalog(catalog)
+        except CatalogError as exc:
+            _fail(str(exc))
+        self._backend = backend
+        self._storage = None
+
+    @property
+    def storage(self):
+        if self._storage is None:
+            from .spark import get_spark
+            from .storage import open_storage
+
+            with console.status("starting Spark..."):
+                self._storage = open_storage(get_spark(), self._backend)
+        return self._storage
+
+    def replay(self):
+        from .replay import Replay
+
+        return Replay(self.storage.spark, self.storage, self.warehouse, self.catalog)
+
+
+@app.command()
+def generate(
+    kind: Annotated[str, typer.Argument(help="vitals | ads | ticks")],
+    keys: Annotated[int, typer.Option(help="Number of keys (patients, ads, symbols)")] = 100,
+    events: Annotated[int, typer.Option(help="Number of events")] = 100_000,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 1,
+    commits: Annotated[int, typer.Option(help="Number of Delta commits")] = 10,
+    replace: Annotated[bool, typer.Option(help="Overwrite an existing recording")] = False,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+) -> None:
+    """Write a deterministic synthetic recording as several Delta commits."""
+    from .recordings.generators import GENERATORS
+    from .recordings.store import RecordingExists, generate_recording
+
+    if kind not in GENERATORS:
+        _fail(f"unknown generator {kind!r}; expected one of {', '.join(sorted(GENERATORS))}")
+    ctx = Context(warehouse, catalog, backend)
+    with _progress() as progress:
+        task = progress.add_task(f"generate {kind}", total=commits)
+        try:
+            versions = generate_recording(
+                ctx.storage, ctx.warehouse, ctx.catalog, kind, keys=keys, events=events,
+                seed=seed, commits=commits, replace=replace,
+                on_commit=lambda i: progress.update(task, completed=i + 1))
+        except (RecordingExists, ValueError) as exc:
+            _fail(str(exc))
+    for name, version in versions.items():
+        console.print(f"{name}: version {version} at {ctx.warehouse.recording(name)}")
+
+
+@app.command()
+def record(
+    name: Annotated[str, typer.Argument(help="Recording name (schemas/recordings/NAME.yaml)")],
+    files: Annotated[list[Path], typer.Argument(help="CSV, JSONL or Parquet files")],
+    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+) -> None:
+    """Append files to a recording, one commit each; rows that do not fit are quarantined."""
+    from .recordings.ingest import IngestError
+    from .recordings.store import record_files
+
+    ctx = Context(warehouse, catalog, backend)
+    try:
+        spec = ctx.catalog.recording(name)
+        reports = record_files(ctx.storage, ctx.warehouse, spec, files)
+    except (KeyError, IngestError) as exc:
+        _fail(str(exc).strip("'\""))
+    table = Table("file", "rows", "recorded", "quarantined", "version", title=f"record {name}")
+    for r in reports:
+        table.add_row(r.source, str(r.rows), str(r.recorded), str(r.quarantined),
+                      "-" if r.version is None else str(r.version))
+    console.print(table)
+    bad = sum(r.quarantined for r in reports)
+    if bad:
+        console.print(f"{bad} rows quarantined with reasons in {ctx.warehouse.quarantine(name)}")
+
+
+@app.command()
+def replay(
+    query: Annotated[str, typer.Argument(help="Query name (schemas/queries/NAME.yaml)")],
+    plan: Annotated[str | None, typer.Option(
+        help="Batch plan: commit | rows:N | time:1h | cuts:S1,S2,... (default: the query's)")]
+        = None,
+    run_id: Annotated[str | None, typer.Option(
+        help="Run id; an existing run is resumed from its last committed batch")] = None,
+    version: Annotated[int | None, typer.Option(help="Recording version (default latest)")]
+        = None,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+) -> None:
+    """Replay a query over its recording, batch by batch; resumes an interrupted run."""
+    from .replay import ReplayError
+
+    ctx = Context(warehouse, catalog, backend)
+    runner = ctx.replay()
+    try:
+        info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
+    except (KeyError, ValueError, ReplayError, CatalogError) as exc:
+        _fail(str(exc).strip("'\""))
+    done = runner.manifest(info.run_id).num_rows
+    console.print(f"run [bold]{info.run_id}[/]: {info.recording} v{info.input_version}, "
+                  f"{info.total} events, plan {info.plan} -> {info.batches} batches"
+                  + (f" (resuming after {done} committed)" if done else ""))
+    with _progress() as progress:
+        task = progress.add_task("replay", total=info.batches + 1, completed=done)
+        manifest = runner.run(info, on_batch=lambda r: progress.update(task, advance=1))
+    print_manifest_summary(info.run_id, manifest.to_pandas())
+
+
+def print_manifest_summary(run_id: str, m) -> None:
+    """One-line totals of a run's manifest."""
+    seconds = float(m["duration_s"].sum())
+    rows_in = int(m["rows_in"].sum())
+    console.print(
+        f"{run_id}: {rows_in} events in {len(m) - 1} batches, {int(m['rows_out'].sum())} output "
+        f"rows, {int(m['late'].sum())} late, {int(m['quarantined'].sum())} quarantined, "
+        f"peak state {int(m['state_rows'].max())} rows / {int(m['state_bytes'].max())} bytes, "
+        f"{rows_in / seconds if seconds else 0:,.0f} events/s")
+
+
+@app.command()
+def validate(
+    run_id: Annotated[str, typer.Argument(help="Run id (see `reprise runs`)")],
+    show: Annotated[int, typer.Option(help="How many differing rows to print")] = 10,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+) -> None:
+    """Compare a run's output with the naive reference; exit 1 on any difference."""
+    from .replay import ReplayError
+    from .validate import validate_run
+
+    ctx = Context(warehouse, catalog, backend)
+    try:
+        report = validate_run(ctx.replay(), ctx.catalog, run_id)
+    except ReplayError as exc:
+        _fail(str(exc))
+    d = report.diff
+    table = Table("check", "result", title=f"validate {run_id}")
+    table.add_row("output rows (replay / reference)",
+                  f"{report.output_rows} / {report.reference_rows}")
+    table.add_row("missing rows", str(len(d.missing)))
+    table.add_row("extra rows", str(len(d.extra)))
+    table.add_row("different rows", str(len(d.different)))
+    table.add_row("duplicate rows", str(len(d.duplicates)))
+    table.add_row("late events (replay / reference)",
+                  f"{report.late_replay} / {report.late_reference}")
+    table.add_row("input = processed + late + quarantined",
+                  f"{report.input_rows} = {report.processed} + {report.late_replay} + "
+                  f"{report.quarantined}: {'yes' if report.reconciles else 'NO'}")
+    table.add_row("tolerance", report.tolerance)
+    console.print(table)
+    for label, rows in (("missing", d.missing), ("extra", d.extra), ("duplicate", d.duplicates)):
+        for row in rows[:show]:
+            console.print(f"{label}: {row}", highlight=False)
+    for got, ref in d.different[:show]:
+        console.print(f"different: replay {got}\n           reference {ref}", highlight=False)
+    if report.late_mismatch:
+        console.print(f"late events that differ (arrival seq): {report.late_mismatch[:show]}")
+    if not report.ok:
+        err.print("[bold red]validation failed[/]")
+        raise typer.Exit(code=1)
+    console.print("[bold green]output equals the reference[/]")
+
+
+@app.command()
+def runs(warehouse: Warehouse_ = None) -> None:
+    """List the runs in the warehouse."""
+    from .warehouse import Warehouse
+
+    for run_id in Warehouse.from_env(warehouse).runs():
+        console.print(run_id)
+
+
+@app.command()
+def demo(
+    events: Annotated[int, typer.Option(help="Events in the sample vitals recording")] = 200_000,
+    keys: Annotated[int, typer.Option(help="Patients in the sample recording")] = 200,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+) -> None:
+    """Generate the sample recording, replay every window query, validate, print a summary."""
+    from .demo import run_demo
+
+    ctx = Context(warehouse, catalog, backend)
+    if not run_demo(ctx, console, events=events, keys=keys):
+        raise typer.Exit(code=1)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False,
+                    disable=not sys.stdout.isatty() and os.environ.get("REPRISE_PROGRESS") != "1")
+
+
+if __name__ == "__main__":
+    app()

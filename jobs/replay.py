@@ -1,0 +1,297 @@
+"""The replay runner: a query over a pinned recording, batch by batch, resumable.
+
+A run lives in ``runs/<run_id>/``: ``run.json`` (query fingerprint, pinned input version, the input
+files with their arrival offsets, the batch plan's cut points) and the Delta tables ``output``,
+``late``, ``quarantine``, ``state`` and ``manifest``. Every batch commits each table with a Delta
+application transaction (app id ``<run_id>/<table>``, version = batch id), so a batch that is run
+again after a crash writes nothing twice; the manifest row is written last and marks the batch done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from engine.catalog import BatchSpec, Catalog, QuerySpec
+from engine.operator import SEQ, TIME, KeyedOperator
+from engine.registry import operator_for
+
+from . import plans
+from .keyed import KINDS, StepPlan, execute_finish, execute_step
+from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, StagedFile, StorageError, Txn
+from .warehouse import Warehouse
+
+MANIFEST_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("batch", pa.int64()), ("kind", pa.string()),
+    ("seq_lo", pa.int64()), ("seq_hi", pa.int64()), ("rows_in", pa.int64()),
+    ("rows_out", pa.int64()), ("late", pa.int64()), ("quarantined", pa.int64()),
+    ("state_rows", pa.int64()), ("state_bytes", pa.int64()), ("state_version", pa.int64()),
+    ("output_version", pa.int64()), ("duration_s", pa.float64()),
+])
+
+
+class ReplayError(RuntimeError):
+    """A replay cannot start or continue; the message says why and what to do."""
+
+
+@dataclass
+class RunInfo:
+    """The persisted description of a run (``run.json``)."""
+
+    run_id: str
+    query: str
+    fingerprint: str
+    recording: str
+    input_path: str
+    input_version: int
+    plan: str
+    cuts: list[int]
+    files: list[dict]
+    buckets: int
+    operator: str
+    query_spec: dict = field(default_factory=dict)
+
+    @property
+    def batches(self) -> int:
+        return len(self.cuts) - 1
+
+    @property
+    def total(self) -> int:
+        return self.cuts[-1]
+
+
+def fingerprint(query: QuerySpec, operator: KeyedOperator) -> str:
+    """Hash of what determines a run's output (query text, operator version)."""
+    text = json.dumps({"query": query.raw, "op": [operator.name, operator.version]},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.InputFile]:
+    """The snapshot's files in arrival order with the arrival sequence of their first row."""
+    out, offset = [], 0
+    for f in storage.files(path, version):
+        rows = f.num_records
+        if rows is None:
+            import pyarrow.parquet as pq
+
+            rows = pq.ParquetFile(f.uri.removeprefix("file://")).metadata.num_rows
+        out.append(plans.InputFile(uri=f.uri, commit_version=f.commit_version, rows=rows,
+                                   offset=offset))
+        offset += rows
+    return out
+
+
+def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict], lo: int,
+              hi: int, time_column: str) -> DataFrame:
+    """Input events with arrival sequence in ``[lo, hi)``, with ``__seq`` and ``__t``.
+
+    ``index`` lists the snapshot's files as :class:`plans.InputFile` dicts; only the files that
+    overlap ``[lo, hi)`` are read.
+    """
+    files = [f for f in index if f["offset"] < hi and f["offset"] + f["rows"] > lo]
+    df = storage.read_positioned(path, version, [f["uri"] for f in files])
+    offsets = F.create_map(*[x for f in files for x in (F.lit(f["uri"]), F.lit(f["offset"]))]) \
+        if files else F.create_map().cast("map<string,bigint>")
+    seq = F.element_at(offsets, F.col(FILE_COLUMN)) + F.col(ROW_COLUMN)
+    df = df.withColumn(SEQ, seq).where((F.col(SEQ) >= lo) & (F.col(SEQ) < hi))
+    return df.withColumn(TIME, F.unix_micros(F.col(time_column))).drop(FILE_COLUMN, ROW_COLUMN)
+
+
+def resolve_cuts(spark: SparkSession, storage: DeltaStorage, spec: BatchSpec,
+                 files: list[plans.InputFile], path: str, version: int, time_column: str
+                 ) -> list[int]:
+    """Cut points of a batch plan over the pinned input."""
+    total = sum(f.rows for f in files)
+    if spec.by == "rows":
+        return plans.row_cuts(spec.rows or 1, total)
+    if spec.by == "cuts":
+        return plans.explicit_cuts(spec.cuts, total)
+    if spec.by == "time":
+        t = F.unix_micros(F.col(time_column))
+        df = sequenced(storage, path, version, [asdict(f) for f in files], 0, total,
+                       time_column).where(F.col(time_column).isNotNull())
+        first = df.agg(F.min(TIME)).first()[0]
+        if first is None:
+            return [0, total]
+        start = first - first % spec.interval_us
+        rows = (df.groupBy(F.floor((t - F.lit(start)) / F.lit(spec.interval_us)).alias("b"))
+                .agg(F.min(SEQ).alias("s")).collect())
+        return plans.time_cuts({int(r["b"]): int(r["s"]) for r in rows}, total)
+    return plans.commit_cuts(files, total)
+
+
+@dataclass
+class BatchReport:
+    """One manifest row, as reported to progress callbacks."""
+
+    batch: int
+    kind: str
+    rows_in: int
+    rows_out: int
+    late: int
+    quarantined: int
+    state_rows: int
+    state_bytes: int
+    duration_s: float
+
+
+@dataclass
+class Replay:
+    """Runs (or resumes) one replay of a catalog query."""
+
+    spark: SparkSession
+    storage: DeltaStorage
+    warehouse: Warehouse
+    catalog: Catalog
+
+    def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
+                version: int | None = None) -> RunInfo:
+        """Create the run (or load it, checking it matches) and return its description."""
+        query = self.catalog.query(query_name)
+        recording = self.catalog.recording(query.input)
+        op = operator_for(query, recording)
+        input_path = self.warehouse.recording(recording.name)
+        if not self.storage.exists(input_path):
+            raise ReplayError(f"recording {recording.name!r} has no data at {input_path}; "
+                              f"run `reprise generate {recording.name} ...` or `reprise record`")
+        pinned = self.storage.version(input_path) if version is None else version
+        spec = plans.parse_plan(plan) if plan else query.batch
+        fp = fingerprint(query, op)
+        run_id = run_id or f"{query.name}-v{pinned}-{spec.describe().replace(':', '')}-{fp[:6]}"
+        run_file = self.warehouse.run_dir(run_id) / "run.json"
+        if run_file.exists():
+            info = RunInfo(**json.loads(run_file.read_text()))
+            if info.query != query.name or info.fingerprint != fp:
+                raise ReplayError(f"run {run_id!r} was made by a different query definition "
+                                  f"({info.query}, fingerprint {info.fingerprint}); choose "
+                                  "another --run-id")
+            if plan and info.plan != spec.describe():
+                raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
+            return info
+        files = input_index(self.storage, input_path, pinned)
+        cuts = resolve_cuts(self.spark, self.storage, spec, files, input_path, pinned,
+                            query.time or recording.time)
+        buckets = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
+        info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
+                       input_path=input_path, input_version=pinned, plan=spec.describe(),
+                       cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
+                       operator=f"{op.name}@{op.version}", query_spec=query.raw)
+        run_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = run_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
+        os.replace(tmp, run_file)
+        return info
+
+    def manifest(self, run_id: str) -> pa.Table:
+        """The run's manifest rows (empty when no batch is done yet)."""
+        path = self.warehouse.run_table(run_id, "manifest")
+        if not self.storage.exists(path):
+            return MANIFEST_SCHEMA.empty_table()
+        return self.storage.read_arrow(path).sort_by("batch")
+
+    def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None
+            ) -> pa.Table:
+        """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest."""
+        query = self.catalog.query(info.query)
+        recording = self.catalog.recording(info.recording)
+        op = operator_for(query, recording)
+        done = self.manifest(info.run_id)
+        next_batch = done.num_rows
+        state_version = done.column("state_version")[-1].as_py() if done.num_rows else None
+        for batch in range(next_batch, info.batches + 1):
+            report, state_version = self._batch(info, op, recording, query, batch, state_version)
+            if on_batch:
+                on_batch(report)
+        return self.manifest(info.run_id)
+
+    def _tables(self, info: RunInfo) -> dict[str, str]:
+        return {k: self.warehouse.run_table(info.run_id, k) for k in (*KINDS, "manifest")}
+
+    def _batch(self, info: RunInfo, op: KeyedOperator, recording, query: QuerySpec, batch: int,
+               state_version: int | None) -> tuple[BatchReport, int | None]:
+        started = time.perf_counter()  # manifest bookkeeping only
+        tables = self._tables(info)
+        finish = batch == info.batches
+        lo, hi = (info.total, info.total) if finish else (info.cuts[batch], info.cuts[batch + 1])
+        events_schema = recording.arrow_schema()
+        late_schema = events_schema.append(pa.field("arrival_seq", pa.int64())) \
+            .append(pa.field("reason", pa.string()))
+        schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
+                   "late": late_schema, "quarantine": late_schema,
+                   "state": op.state_codec.schema}
+        dirs = {k: self.storage.staging_dir(tables[k], f"b{batch:06d}") for k in KINDS}
+        for d in dirs.values():  # leftovers of an attempt that crashed before committing
+            shutil.rmtree(d.removeprefix("file://"), ignore_errors=True)
+        plan = StepPlan(op=op, batch_id=batch, dirs=dirs, schemas=schemas,
+                        recording_columns=tuple(recording.columns),
+                        time_column=query.time or recording.time, finish=finish)
+        state = (self.storage.read(tables["state"], state_version) if state_version is not None
+                 else self.spark.createDataFrame([], from_arrow_schema(op.state_codec.schema)))
+        if finish:
+            staged = execute_finish(plan, state, info.buckets)
+        else:
+            events = sequenced(self.storage, info.input_path, info.input_version, info.files, lo,
+                               hi, plan.time_column)
+            staged = execute_step(plan, state, events, info.buckets)
+        seen = sum(f.num_records for f in staged["input"])
+        if seen != hi - lo:
+            raise ReplayError(f"batch {batch} of run {info.run_id}: expected {hi - lo} input rows "
+                              f"(arrival sequence {lo}..{hi}) but the step saw {seen}; the "
+                              "recording changed under the pinned version?")
+        txn = {k: Txn(f"{info.run_id}/{k}", batch) for k in (*KINDS, "manifest")}
+        meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
+        self._commit(tables["output"], staged["output"], schemas["output"], "append",
+                     txn["output"], meta)
+        if not finish:
+            self._commit(tables["late"], staged["late"], late_schema, "append", txn["late"], meta)
+            self._commit(tables["quarantine"], staged["quarantine"], late_schema, "append",
+                         txn["quarantine"], meta)
+            self._commit(tables["state"], staged["state"], schemas["state"], "overwrite",
+                         txn["state"], meta)
+            state_version = self.storage.version(tables["state"])
+        output_version = self.storage.version(tables["output"])
+        count = {k: sum(f.num_records for f in staged[k]) for k in KINDS}
+        report = BatchReport(
+            batch=batch, kind="end" if finish else "batch", rows_in=hi - lo,
+            rows_out=count["output"], late=count["late"], quarantined=count["quarantine"],
+            state_rows=count["state"] if not finish else 0,
+            state_bytes=sum(f.size for f in staged["state"]) if not finish else 0,
+            duration_s=time.perf_counter() - started)
+        row = {"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi, "state_version": state_version,
+               "output_version": output_version, **asdict(report)}
+        if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") == str(batch):
+            os.kill(os.getpid(), 9)  # test hook: die between the table commits and the manifest
+        self.storage.write(pa.Table.from_pylist([row], MANIFEST_SCHEMA), tables["manifest"],
+                           txn=txn["manifest"], metadata=meta)
+        return report, state_version
+
+    def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, mode: str,
+                txn: Txn, meta: dict) -> None:
+        result = self.storage.commit_files(path, files, schema, mode=mode, txn=txn, metadata=meta)
+        if result.skipped:  # committed by an earlier attempt: these recomputed files are spares
+            for f in files:
+                Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+
+
+def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:
+    """Load ``run.json`` of an existing run."""
+    path = warehouse.run_dir(run_id) / "run.json"
+    if not path.exists():
+        known = ", ".join(warehouse.runs()) or "none"
+        raise ReplayError(f"no run {run_id!r} under {warehouse.root} (known runs: {known})")
+    return RunInfo(**json.loads(path.read_text()))
+
+
+__all__ = ["MANIFEST_SCHEMA", "Replay", "ReplayError", "RunInfo", "StorageError", "read_run"]

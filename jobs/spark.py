@@ -1,0 +1,106 @@
+"""The one place that builds SparkSessions for Reprise.
+
+Defaults suit a laptop or CI box (``local[*]``, UTC, few shuffle partitions). Everything can be
+overridden from the environment:
+
+``REPRISE_SPARK_MASTER``   master URL (default ``local[*]``)
+``REPRISE_SPARK_CONF``     extra conf, ``key=value`` pairs separated by ``;``
+``REPRISE_DELTA_JARS``     comma-separated local paths of the Delta Spark jars (enables native Delta)
+``REPRISE_DELTA_PACKAGES`` Maven coordinates of Delta (for machines that reach Maven)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Keep tables readable by the delta-rs backend (see README, "Delta backends").
+    "spark.databricks.delta.properties.defaults.enableDeletionVectors": "false",
+}
+
+
+def _local_cores(master: str) -> int | None:
+    if not master.startswith("local"):
+        return None
+    inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
+    if inside.split(",")[0] == "*":
+        return os.cpu_count() or 1
+    return int(inside.split(",")[0])
+
+
+def parse_conf(text: str) -> dict[str, str]:
+    """Parse ``"a=1; b=2"`` into a dict; a malformed pair raises ValueError naming it."""
+    conf: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(";"))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"REPRISE_SPARK_CONF: expected key=value, got {pair!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def delta_jars_configured(conf: Mapping[str, str]) -> bool:
+    """True when the conf asks Spark to load the Delta jars (by path or by Maven coordinates)."""
+    return any("delta-spark" in conf.get(k, "") for k in ("spark.jars", "spark.jars.packages"))
+
+
+def session_conf(master: str | None = None, conf: Mapping[str, str] | None = None,
+                 env: Mapping[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """Resolve the master URL and the full conf from defaults, environment and explicit values."""
+    env = os.environ if env is None else env
+    master = master or env.get("REPRISE_SPARK_MASTER") or "local[*]"
+    resolved = {
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.adaptive.enabled": "false",
+    }
+    cores = _local_cores(master)
+    if cores is not None:
+        resolved["spark.sql.shuffle.partitions"] = str(max(2, cores))
+        resolved["spark.default.parallelism"] = str(max(2, cores))
+        resolved["spark.driver.memory"] = "4g"
+    if env.get("REPRISE_DELTA_JARS"):
+        resolved["spark.jars"] = env["REPRISE_DELTA_JARS"]
+    if env.get("REPRISE_DELTA_PACKAGES"):
+        resolved["spark.jars.packages"] = env["REPRISE_DELTA_PACKAGES"]
+    resolved.update(parse_conf(env.get("REPRISE_SPARK_CONF", "")))
+    resolved.update(conf or {})
+    if delta_jars_configured(resolved):
+        for key, value in DELTA_CONF.items():
+            resolved.setdefault(key, value)
+    return master, resolved
+
+
+def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """Return the process's SparkSession, creating it from :func:`session_conf` if needed."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master, resolved = session_conf(master, conf)
+    builder = SparkSession.builder.master(master).appName("reprise")
+    for key, value in resolved.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def delta_jars_loadable(spark: SparkSession) -> bool:
+    """Probe the JVM for the Delta classes (cheap; never touches the catalog)."""
+    jvm = spark.sparkContext._jvm
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)
+    except Exception:
+        return False
+    ext = spark.conf.get("spark.sql.extensions", "") or ""
+    return "DeltaSparkSessionExtension" in ext

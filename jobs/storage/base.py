@@ -1,0 +1,153 @@
+"""One storage interface over Delta tables, with two interchangeable backends."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+WriteMode = Literal["append", "overwrite"]
+
+#: Column names added by :meth:`DeltaStorage.read_positioned`.
+FILE_COLUMN = "__file"
+ROW_COLUMN = "__row"
+
+
+class StorageError(RuntimeError):
+    """A Delta table cannot be read or written as asked; the message names the table."""
+
+
+class UnsupportedTableFeature(StorageError):
+    """The table uses a Delta feature this backend cannot read correctly."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A live data file of a snapshot, with the commit version that added it."""
+
+    uri: str
+    commit_version: int
+    num_records: int | None = None
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """A Parquet file already written inside a table directory, waiting to be committed."""
+
+    path: str  # absolute path
+    size: int
+    num_records: int
+    stats: str = ""  # Delta stats JSON
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Outcome of a write: the new table version, or ``skipped`` when the transaction was done."""
+
+    version: int | None
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class Txn:
+    """A Delta application transaction: the write happens at most once per (app_id, version)."""
+
+    app_id: str
+    version: int
+
+
+@dataclass
+class DeltaStorage(ABC):
+    """Read and write Delta tables for Spark jobs and the driver."""
+
+    spark: SparkSession
+    name: str = field(init=False, default="abstract")
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """True when ``path`` holds a Delta table."""
+
+    @abstractmethod
+    def version(self, path: str) -> int:
+        """Latest version of the table."""
+
+    @abstractmethod
+    def schema(self, path: str, version: int | None = None) -> pa.Schema:
+        """Arrow schema of the table at ``version`` (latest when None)."""
+
+    @abstractmethod
+    def read(self, path: str, version: int | None = None) -> DataFrame:
+        """The table's rows at ``version`` as a Spark DataFrame."""
+
+    @abstractmethod
+    def read_positioned(self, path: str, version: int,
+                        files: Sequence[str] | None = None) -> DataFrame:
+        """Rows with their position: ``__file`` (data file URI) and ``__row`` (row in the file).
+
+        ``files`` restricts the read to those data files of the snapshot.
+        """
+
+    @abstractmethod
+    def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
+        """The table at ``version`` as an Arrow table on the driver (small tables only)."""
+
+    @abstractmethod
+    def files(self, path: str, version: int) -> list[DataFile]:
+        """Live data files at ``version``, ordered by (commit version, URI)."""
+
+    @abstractmethod
+    def write(self, data: pa.Table | DataFrame, path: str, *, mode: WriteMode = "append",
+              predicate: str | None = None, txn: Txn | None = None,
+              metadata: Mapping[str, str] | None = None) -> WriteResult:
+        """Append or overwrite (optionally only the rows matching ``predicate``)."""
+
+    @abstractmethod
+    def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
+                     mode: WriteMode = "append", txn: Txn | None = None,
+                     metadata: Mapping[str, str] | None = None) -> WriteResult:
+        """Commit Parquet files that workers wrote under ``path`` (see :meth:`staging_dir`)."""
+
+    @abstractmethod
+    def txn_version(self, path: str, app_id: str) -> int | None:
+        """Last committed version of the application transaction ``app_id``, if any."""
+
+    @abstractmethod
+    def history(self, path: str) -> list[dict]:
+        """Commit history, newest first, each with at least ``version`` and ``operation``."""
+
+    def staging_dir(self, path: str, tag: str) -> str:
+        """Directory where workers may write Parquet files for :meth:`commit_files`."""
+        return f"{path.rstrip('/')}/data/{tag}"
+
+    def skip(self, path: str, txn: Txn | None) -> bool:
+        """True when ``txn`` is already committed on ``path``."""
+        if txn is None or not self.exists(path):
+            return False
+        done = self.txn_version(path, txn.app_id)
+        return done is not None and done >= txn.version
+
+
+def unsupported_features(path: str, reader_features: set[str], configuration: Mapping[str, str],
+                         deletion_vectors_in_use: int) -> str | None:
+    """Why a snapshot cannot be read through its Parquet files, or None when it can."""
+    problems = []
+    if deletion_vectors_in_use:
+        problems.append(f"deletion vectors in use ({deletion_vectors_in_use} files have rows "
+                        "deleted by a deletion vector; reading the Parquet files would "
+                        "resurrect those rows)")
+    mode = configuration.get("delta.columnMapping.mode") or "none"
+    if mode != "none" or "columnMapping" in reader_features:
+        problems.append(f"column mapping (mode {mode!r}; physical column names differ from "
+                        "the logical ones)")
+    if "timestampNanos" in reader_features:
+        problems.append("nanosecond timestamps (timestampNanos)")
+    if not problems:
+        return None
+    return (f"Delta table {path} uses " + "; ".join(problems) + ". The delta-rs backend refuses "
+            "to read it rather than return wrong rows: rewrite the table without these features "
+            "(e.g. REORG ... APPLY (PURGE), disable column mapping) or use the delta-spark backend "
+            "(REPRISE_DELTA_JARS).")

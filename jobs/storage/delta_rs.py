@@ -1,0 +1,220 @@
+"""Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from .base import (
+    FILE_COLUMN,
+    ROW_COLUMN,
+    DataFile,
+    DeltaStorage,
+    StagedFile,
+    StorageError,
+    Txn,
+    UnsupportedTableFeature,
+    WriteMode,
+    WriteResult,
+    unsupported_features,
+)
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def file_stats(path: str) -> tuple[int, str]:
+    """Row count and Delta stats JSON (numRecords, nullCount, min/max of numbers) of a file."""
+    meta = pq.ParquetFile(path).metadata
+    nulls: dict[str, int] = {}
+    mins: dict[str, object] = {}
+    maxs: dict[str, object] = {}
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for ci in range(group.num_columns):
+            col = group.column(ci)
+            name = col.path_in_schema
+            st = col.statistics
+            if st is None:
+                continue
+            nulls[name] = nulls.get(name, 0) + (st.null_count or 0)
+            numeric = col.physical_type in ("INT32", "INT64", "FLOAT", "DOUBLE")
+            logical = str(st.logical_type) if st.logical_type is not None else "None"
+            if not (numeric and st.has_min_max and "Timestamp" not in logical):
+                continue
+            mins[name] = st.min if name not in mins else min(mins[name], st.min)
+            maxs[name] = st.max if name not in maxs else max(maxs[name], st.max)
+    stats = {"numRecords": meta.num_rows, "nullCount": nulls, "minValues": mins,
+             "maxValues": maxs}
+    return meta.num_rows, json.dumps(stats)
+
+
+def local_file_path():
+    """Spark's ``_metadata.file_path`` as a plain local path (``file:/x`` -> ``/x``)."""
+    return F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+
+
+def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitProperties:
+    return CommitProperties(
+        custom_metadata=dict(metadata or {}) or None,
+        app_transactions=[Transaction(app_id=txn.app_id, version=txn.version)] if txn else None,
+    )
+
+
+@dataclass
+class DeltaRsStorage(DeltaStorage):
+    """The default backend: needs no Delta jars."""
+
+    name: str = field(init=False, default="delta-rs")
+
+    def _table(self, path: str, version: int | None = None) -> DeltaTable:
+        try:
+            return DeltaTable(_local(path), version=version)
+        except TableNotFoundError as exc:
+            raise StorageError(f"no Delta table at {path}") from exc
+        except DeltaError as exc:
+            raise StorageError(f"cannot open Delta table {path}"
+                               f"{'' if version is None else f' at version {version}'}: {exc}"
+                               ) from exc
+
+    def _readable(self, path: str, version: int | None = None) -> DeltaTable:
+        dt = self._table(path, version)
+        proto = dt.protocol()
+        features = set(proto.reader_features or []) | set(proto.writer_features or [])
+        dvs = 0
+        if "deletionVectors" in features:
+            dvs = dt.deletion_vectors().read_all().num_rows
+        why = unsupported_features(path, features, dt.metadata().configuration, dvs)
+        if why:
+            raise UnsupportedTableFeature(why)
+        return dt
+
+    def exists(self, path: str) -> bool:
+        return DeltaTable.is_deltatable(_local(path))
+
+    def version(self, path: str) -> int:
+        return self._table(path).version()
+
+    def schema(self, path: str, version: int | None = None) -> pa.Schema:
+        return pa.schema(self._table(path, version).schema().to_arrow())
+
+    def read(self, path: str, version: int | None = None) -> DataFrame:
+        dt = self._readable(path, version)
+        schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+        uris = dt.file_uris()
+        if not uris:
+            return self.spark.createDataFrame([], schema)
+        return self.spark.read.schema(schema).option("basePath", _local(path)).parquet(*uris)
+
+    def read_positioned(self, path: str, version: int,
+                        files: Sequence[str] | None = None) -> DataFrame:
+        dt = self._readable(path, version)
+        arrow_schema = pa.schema(dt.schema().to_arrow())
+        schema = from_arrow_schema(arrow_schema)
+        uris = list(files) if files is not None else dt.file_uris()
+        if not uris:
+            return self.spark.createDataFrame(
+                [], from_arrow_schema(arrow_schema.append(pa.field(FILE_COLUMN, pa.string()))
+                                      .append(pa.field(ROW_COLUMN, pa.int64()))))
+        df = self.spark.read.schema(schema).parquet(*uris)
+        return df.select("*", local_file_path().alias(FILE_COLUMN),
+                         F.col("_metadata.row_index").alias(ROW_COLUMN))
+
+    def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
+        dt = self._readable(path, version)
+        schema = pa.schema(dt.schema().to_arrow())
+        uris = [_local(u) for u in dt.file_uris()]
+        if not uris:
+            return schema.empty_table()
+        return pa.concat_tables(pq.read_table(u, schema=schema) for u in uris)
+
+    def files(self, path: str, version: int) -> list[DataFile]:
+        dt = self._readable(path, version)
+        live = pa.table(dt.get_add_actions(flatten=True))
+        counts = dict(zip(live.column("path").to_pylist(), live.column("num_records").to_pylist(),
+                          strict=True))
+        added_in: dict[str, int] = {}
+        history = self._table(path, 0)
+        for v in range(version + 1):
+            if v:
+                history.load_as_version(v)
+            for p in pa.table(history.get_add_actions(flatten=True)).column("path").to_pylist():
+                added_in.setdefault(p, v)
+        root = _local(path).rstrip("/")
+        entries = [DataFile(uri=p if p.startswith("/") else f"{root}/{p}",
+                            commit_version=added_in[p], num_records=counts[p]) for p in counts]
+        return sorted(entries, key=lambda f: (f.commit_version, f.uri))
+
+    def write(self, data: pa.Table | DataFrame, path: str, *, mode: WriteMode = "append",
+              predicate: str | None = None, txn: Txn | None = None,
+              metadata: Mapping[str, str] | None = None) -> WriteResult:
+        if self.skip(path, txn):
+            return WriteResult(version=None, skipped=True)
+        if isinstance(data, DataFrame):
+            if predicate is not None:
+                data = data.toArrow()  # predicate overwrite goes through delta-rs itself
+            else:
+                return self._write_spark(data, path, mode=mode, txn=txn, metadata=metadata)
+        try:
+            write_deltalake(_local(path), data, mode=mode, predicate=predicate,
+                            commit_properties=_props(txn, metadata))
+        except DeltaError as exc:
+            raise StorageError(f"cannot write to Delta table {path}: {exc}") from exc
+        return WriteResult(version=self.version(path))
+
+    def _write_spark(self, df: DataFrame, path: str, *, mode: WriteMode, txn: Txn | None,
+                     metadata: Mapping[str, str] | None) -> WriteResult:
+        target = self.staging_dir(path, uuid.uuid4().hex)  # not an operator: names only
+        df.write.mode("error").parquet(target)
+        staged = []
+        for f in sorted(glob.glob(f"{_local(target)}/*.parquet")):
+            rows, stats = file_stats(f)
+            staged.append(StagedFile(path=f, size=os.path.getsize(f), num_records=rows,
+                                     stats=stats))
+        return self.commit_files(path, staged, to_arrow_schema(df.schema), mode=mode, txn=txn,
+                                 metadata=metadata)
+
+    def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
+                     mode: WriteMode = "append", txn: Txn | None = None,
+                     metadata: Mapping[str, str] | None = None) -> WriteResult:
+        if self.skip(path, txn):
+            return WriteResult(version=None, skipped=True)
+        root = _local(path).rstrip("/")
+        now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
+        actions = [AddAction(path=os.path.relpath(f.path, root), size=f.size,
+                             partition_values={}, modification_time=now_ms, data_change=True,
+                             stats=f.stats or json.dumps({"numRecords": f.num_records}))
+                   for f in files]
+        props = _props(txn, metadata)
+        try:
+            if self.exists(path):
+                self._table(path).create_write_transaction(actions, mode=mode, schema=schema,
+                                                           commit_properties=props)
+            else:
+                create_table_with_add_actions(root, Schema.from_arrow(schema), actions,
+                                              mode="error", commit_properties=props)
+        except DeltaError as exc:
+            raise StorageError(f"cannot commit {len(files)} files to Delta table {path}: {exc}"
+                               ) from exc
+        return WriteResult(version=self.version(path))
+
+    def txn_version(self, path: str, app_id: str) -> int | None:
+        return self._table(path).transaction_version(app_id)
+
+    def history(self, path: str) -> list[dict]:
+        return self._table(path).history()

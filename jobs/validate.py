@@ -1,0 +1,133 @@
+"""Compare a replay's output with the naive reference over the same pinned input."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from engine.catalog import Catalog
+from engine.operator import SEQ, TIME
+from engine.registry import reference_for
+
+from .replay import Replay, ReplayError, read_run, sequenced
+
+#: Float columns compare with this tolerance (sums of floats depend on the addition order).
+REL_TOL = 1e-9
+ABS_TOL = 1e-9
+
+
+@dataclass
+class Diff:
+    """Differences between replay output and reference, keyed by the output's key columns."""
+
+    missing: list[dict] = field(default_factory=list)  # in the reference, not in the replay
+    extra: list[dict] = field(default_factory=list)  # in the replay, not in the reference
+    different: list[tuple[dict, dict]] = field(default_factory=list)  # (replay, reference)
+    duplicates: list[dict] = field(default_factory=list)  # emitted more than once
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.different or self.duplicates)
+
+
+@dataclass
+class ValidationReport:
+    """Outcome of ``reprise validate``."""
+
+    run_id: str
+    output_rows: int
+    reference_rows: int
+    diff: Diff
+    late_replay: int
+    late_reference: int
+    late_mismatch: list[int]
+    input_rows: int
+    processed: int
+    quarantined: int
+    reconciles: bool
+    tolerance: str = f"floats: relative {REL_TOL:g}, absolute {ABS_TOL:g}; integers exact"
+
+    @property
+    def ok(self) -> bool:
+        return self.diff.ok and not self.late_mismatch and self.reconciles
+
+
+def _same(a: object, b: object) -> bool:
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    if b is None or (isinstance(b, float) and math.isnan(b)):
+        return False
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    return a == b
+
+
+def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str]) -> Diff:
+    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`_same`."""
+    diff = Diff()
+    values = [c for c in reference.columns if c not in keys]
+    seen: dict[tuple, dict] = {}
+    for row in replay[reference.columns].to_dict("records"):
+        k = tuple(row[c] for c in keys)
+        if k in seen:
+            diff.duplicates.append(row)
+        seen[k] = row
+    expected = {tuple(r[c] for c in keys): r for r in reference.to_dict("records")}
+    for k, ref in expected.items():
+        got = seen.get(k)
+        if got is None:
+            diff.missing.append(ref)
+        elif not all(_same(got[c], ref[c]) for c in values):
+            diff.different.append((got, ref))
+    diff.extra = [row for k, row in seen.items() if k not in expected]
+    return diff
+
+
+def _micros(table: pa.Table) -> pd.DataFrame:
+    """``table`` as pandas, timestamp columns as int64 microseconds (as the engine emits them)."""
+    for i, fld in enumerate(table.schema):
+        if pa.types.is_timestamp(fld.type):
+            table = table.set_column(i, fld.name, table[fld.name].cast(pa.timestamp("us"))
+                                     .cast(pa.int64()))
+    return table.to_pandas()
+
+
+def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationReport:
+    """Recompute the run's query with the reference and diff it against the output table."""
+    info = read_run(replay.warehouse, run_id)
+    manifest = replay.manifest(run_id).to_pandas()
+    if len(manifest) != info.batches + 1:
+        raise ReplayError(f"run {run_id!r} is incomplete ({len(manifest)} of {info.batches + 1} "
+                          f"batches committed); resume it with `reprise replay {info.query} "
+                          f"--run-id {run_id}` first")
+    query = catalog.query(info.query)
+    recording = catalog.recording(info.recording)
+    time_column = query.time or recording.time
+    events = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
+                       info.total, time_column)
+    events = events.drop(time_column).where(F.col(TIME).isNotNull() &
+                                           F.col(query.key or recording.key).isNotNull())
+    events_pdf = events.toPandas().sort_values(SEQ, kind="stable")
+    reference_out, reference_late = reference_for(query, recording)(events_pdf)
+
+    tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
+    output = _micros(replay.storage.read_arrow(tables["output"]))
+    keys = [query.key or recording.key, "window_start"]
+    diff = diff_frames(output, reference_out, keys)
+    late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
+    quarantined = replay.storage.read_arrow(tables["quarantine"]).num_rows
+    mismatch = sorted(set(late) ^ set(reference_late))
+    processed = len(events_pdf) - len(reference_late)
+    reconciles = (int(manifest["rows_in"].sum()) == info.total
+                  and processed + len(late) + quarantined == info.total
+                  and int(manifest["late"].sum()) == len(late)
+                  and int(manifest["quarantined"].sum()) == quarantined)
+    return ValidationReport(run_id=run_id, output_rows=len(output),
+                            reference_rows=len(reference_out), diff=diff, late_replay=len(late),
+                            late_reference=len(reference_late), late_mismatch=mismatch,
+                            input_rows=info.total, processed=processed, quarantined=quarantined,
+                            reconciles=reconciles)

@@ -1,0 +1,38 @@
+"""Where things live: the warehouse directory layout (one place, used by every job)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """``recordings/<name>``, ``quarantine/<name>``, ``runs/<run_id>/{output,late,...}``."""
+
+    root: Path
+
+    @classmethod
+    def from_env(cls, root: str | Path | None = None) -> Warehouse:
+        """``root``, else ``REPRISE_WAREHOUSE``, else ``./warehouse``."""
+        return cls(Path(root or os.environ.get("REPRISE_WAREHOUSE") or "warehouse").resolve())
+
+    def recording(self, name: str) -> str:
+        return str(self.root / "recordings" / name)
+
+    def quarantine(self, name: str) -> str:
+        """Rows of ``reprise record`` that did not fit the recording's schema."""
+        return str(self.root / "quarantine" / name)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / "runs" / run_id
+
+    def run_table(self, run_id: str, table: str) -> str:
+        """``output``, ``late``, ``quarantine``, ``state`` or ``manifest`` of a run."""
+        return str(self.run_dir(run_id) / table)
+
+    def runs(self) -> list[str]:
+        base = self.root / "runs"
+        return sorted(p.name for p in base.iterdir() if (p / "run.json").exists()) \
+            if base.exists() else []
