@@ -1,20 +1,23 @@
 """Spark execution of one step of a keyed engine operator.
 
-State rows and batch events are hashed into buckets by key and cogrouped; each bucket's step runs
-in a Python worker, which writes its output, late, quarantine and state rows as Parquet files
-straight into the run's tables and returns only file descriptions. One Spark job per batch; the
-driver never collects rows, it commits the listed files to Delta.
+Keys are hashed into a fixed number of buckets. The batch's events are grouped by bucket, and each
+bucket's step runs in a Python worker that reads the bucket's current state file (state is stored
+one file per bucket), runs the engine step, and writes its output, late, quarantine and new state
+rows as Parquet files straight into the run's tables. Workers return only file descriptions: the
+driver never collects rows, it commits the listed files to Delta. A bucket without events keeps its
+state file untouched. One Spark job per batch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import TaskContext
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.operator import REASON, SEQ, TIME, KeyedOperator, to_arrow
@@ -22,9 +25,10 @@ from engine.operator import REASON, SEQ, TIME, KeyedOperator, to_arrow
 from .storage import StagedFile, file_stats
 
 BUCKET = "__bucket"
-FILES_SCHEMA = "kind string, path string, size long, rows long, stats string"
-#: Table kinds a step writes, plus ``input`` (rows seen, for reconciliation).
+FILES_SCHEMA = "kind string, bucket long, path string, size long, rows long, stats string"
+#: Tables a step writes; each worker also reports an ``input`` row (rows it saw).
 KINDS = ("output", "late", "quarantine", "state")
+_BUCKET_FILE = re.compile(r"part-b(\d+)-")
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,25 @@ class StepPlan:
     schemas: dict[str, pa.Schema]  # kind -> Arrow schema of its table
     recording_columns: tuple[str, ...]
     time_column: str
+    state_files: dict[int, list[str]] = field(default_factory=dict)  # bucket -> state files
     finish: bool = False
+
+
+@dataclass(frozen=True)
+class StepFiles:
+    """What the workers of one batch wrote, and which buckets they stepped."""
+
+    staged: dict[str, list[StagedFile]]
+    buckets: set[int]
+    rows_seen: int
+
+
+def bucket_of_file(path: str) -> int:
+    """The bucket a state file belongs to (encoded in its name by :func:`_write`)."""
+    m = _BUCKET_FILE.search(path.rsplit("/", 1)[-1])
+    if not m:
+        raise ValueError(f"state file {path} does not carry a bucket number")
+    return int(m.group(1))
 
 
 def bucketed(df: DataFrame, key: str, buckets: int) -> DataFrame:
@@ -59,11 +81,12 @@ def _write(plan: StepPlan, kind: str, frame: pd.DataFrame, bucket: int) -> dict 
     table = to_arrow(frame, plan.schemas[kind])
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
+    fs = pa.fs.LocalFileSystem()
+    fs.create_dir(plan.dirs[kind], recursive=True)
     path = f"{plan.dirs[kind]}/part-b{bucket:05d}-a{attempt}.parquet"
-    pa.fs.LocalFileSystem().create_dir(plan.dirs[kind], recursive=True)
     pq.write_table(table, path)
     rows, stats = file_stats(path)
-    return {"kind": kind, "path": path, "size": pa.fs.LocalFileSystem().get_file_info(path).size,
+    return {"kind": kind, "bucket": bucket, "path": path, "size": fs.get_file_info(path).size,
             "rows": rows, "stats": stats}
 
 
@@ -73,22 +96,27 @@ def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.
     no_key = events[key].isna().to_numpy()
     no_time = events[TIME].isna().to_numpy()
     bad = events[no_key | no_time].copy()
-    bad[REASON] = [f"missing key column {key!r}" if k else f"missing time column "
-                   f"{plan.time_column!r}" for k in no_key[no_key | no_time]]
+    bad[REASON] = [f"missing key column {key!r}" if k else
+                   f"missing time column {plan.time_column!r}" for k in no_key[no_key | no_time]]
     good = events[~(no_key | no_time)].copy()
     good[TIME] = good[TIME].astype("int64")
     return good, bad
 
 
-def run_bucket(plan: StepPlan, state_pdf: pd.DataFrame, batch_pdf: pd.DataFrame) -> pd.DataFrame:
+def _load_state(plan: StepPlan, bucket: int) -> pd.DataFrame:
+    codec = plan.op.state_codec
+    files = plan.state_files.get(bucket, [])
+    if not files:
+        return plan.op.init()
+    return codec.decode(pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files))
+
+
+def run_bucket(plan: StepPlan, bucket: int, batch_pdf: pd.DataFrame) -> pd.DataFrame:
     """The worker side of a step for one bucket of keys."""
-    frame = state_pdf if not state_pdf.empty else batch_pdf
-    bucket = int(frame[BUCKET].iloc[0]) if not frame.empty else 0
     op = plan.op
-    state = op.state_codec.decode(pa.Table.from_pandas(
-        state_pdf.drop(columns=[BUCKET]), preserve_index=False)
-        .select(op.state_codec.schema.names)) if not state_pdf.empty else op.init()
-    files = [{"kind": "input", "path": "", "size": 0, "rows": len(batch_pdf), "stats": ""}]
+    state = _load_state(plan, bucket)
+    files = [{"kind": "input", "bucket": bucket, "path": "", "size": 0, "rows": len(batch_pdf),
+              "stats": ""}]
     if plan.finish:
         written = [_write(plan, "output", op.finish(state).assign(batch=plan.batch_id), bucket)]
     else:
@@ -101,38 +129,37 @@ def run_bucket(plan: StepPlan, state_pdf: pd.DataFrame, batch_pdf: pd.DataFrame)
             _write(plan, "state", result.state, bucket),
         ]
     files += [w for w in written if w is not None]
-    return pd.DataFrame(files, columns=["kind", "path", "size", "rows", "stats"])
+    return pd.DataFrame(files, columns=["kind", "bucket", "path", "size", "rows", "stats"])
 
 
-def execute_step(plan: StepPlan, state: DataFrame, events: DataFrame,
-                 buckets: int) -> dict[str, list[StagedFile]]:
-    """Run one batch on Spark; returns the staged files per kind (``input`` counts rows seen)."""
-    key = plan.op.key
+def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> StepFiles:
+    """Run one batch on Spark (buckets without events are not touched)."""
 
-    def step(state_pdf: pd.DataFrame, batch_pdf: pd.DataFrame) -> pd.DataFrame:
-        return run_bucket(plan, state_pdf, batch_pdf)
+    def step(pdf: pd.DataFrame) -> pd.DataFrame:
+        return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf)
 
-    left = bucketed(state, key, buckets).groupBy(BUCKET)
-    right = bucketed(events, key, buckets).groupBy(BUCKET)
-    rows = left.cogroup(right).applyInPandas(step, FILES_SCHEMA).collect()
-    return _staged(rows)
+    grouped = bucketed(events, plan.op.key, buckets).groupBy(BUCKET)
+    return _collect(grouped.applyInPandas(step, FILES_SCHEMA).collect())
 
 
-def execute_finish(plan: StepPlan, state: DataFrame, buckets: int) -> dict[str, list[StagedFile]]:
-    """Run the operator's end-of-input flush on Spark."""
+def execute_finish(spark: SparkSession, plan: StepPlan) -> StepFiles:
+    """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
 
     def finish(pdf: pd.DataFrame) -> pd.DataFrame:
-        return run_bucket(plan, pdf, pdf.iloc[:0])
+        return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.iloc[:0])
 
-    rows = (bucketed(state, plan.op.key, buckets).groupBy(BUCKET)
-            .applyInPandas(finish, FILES_SCHEMA).collect())
-    return _staged(rows)
+    ids = spark.createDataFrame([(b,) for b in sorted(plan.state_files)], f"{BUCKET} long")
+    return _collect(ids.groupBy(BUCKET).applyInPandas(finish, FILES_SCHEMA).collect())
 
 
-def _staged(rows: list) -> dict[str, list[StagedFile]]:
-    out: dict[str, list[StagedFile]] = {kind: [] for kind in (*KINDS, "input")}
+def _collect(rows: list) -> StepFiles:
+    staged: dict[str, list[StagedFile]] = {kind: [] for kind in KINDS}
+    seen, buckets = 0, set()
     for r in sorted(rows, key=lambda r: (r["kind"], r["path"])):
-        out[r["kind"]].append(StagedFile(path=r["path"], size=r["size"], num_records=r["rows"],
-                                         stats=r["stats"]))
-    return out
-
+        if r["kind"] == "input":
+            seen += r["rows"]
+            buckets.add(int(r["bucket"]))
+            continue
+        staged[r["kind"]].append(StagedFile(path=r["path"], size=r["size"],
+                                            num_records=r["rows"], stats=r["stats"]))
+    return StepFiles(staged=staged, buckets=buckets, rows_seen=seen)

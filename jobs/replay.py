@@ -21,14 +21,13 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from engine.catalog import BatchSpec, Catalog, QuerySpec
 from engine.operator import SEQ, TIME, KeyedOperator
 from engine.registry import operator_for
 
 from . import plans
-from .keyed import KINDS, StepPlan, execute_finish, execute_step
+from .keyed import KINDS, StepPlan, bucket_of_file, execute_finish, execute_step
 from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, StagedFile, StorageError, Txn
 from .warehouse import Warehouse
 
@@ -225,8 +224,7 @@ class Replay:
         tables = self._tables(info)
         finish = batch == info.batches
         lo, hi = (info.total, info.total) if finish else (info.cuts[batch], info.cuts[batch + 1])
-        events_schema = recording.arrow_schema()
-        late_schema = events_schema.append(pa.field("arrival_seq", pa.int64())) \
+        late_schema = recording.arrow_schema().append(pa.field("arrival_seq", pa.int64())) \
             .append(pa.field("reason", pa.string()))
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
@@ -234,55 +232,65 @@ class Replay:
         dirs = {k: self.storage.staging_dir(tables[k], f"b{batch:06d}") for k in KINDS}
         for d in dirs.values():  # leftovers of an attempt that crashed before committing
             shutil.rmtree(d.removeprefix("file://"), ignore_errors=True)
+        old_state = (self.storage.live_files(tables["state"], state_version)
+                     if state_version is not None else [])
+        state_files: dict[int, list[str]] = {}
+        for f in old_state:
+            state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
         plan = StepPlan(op=op, batch_id=batch, dirs=dirs, schemas=schemas,
                         recording_columns=tuple(recording.columns),
-                        time_column=query.time or recording.time, finish=finish)
-        state = (self.storage.read(tables["state"], state_version) if state_version is not None
-                 else self.spark.createDataFrame([], from_arrow_schema(op.state_codec.schema)))
+                        time_column=query.time or recording.time, state_files=state_files,
+                        finish=finish)
         if finish:
-            staged = execute_finish(plan, state, info.buckets)
+            step = execute_finish(self.spark, plan)
         else:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files, lo,
                                hi, plan.time_column)
-            staged = execute_step(plan, state, events, info.buckets)
-        seen = sum(f.num_records for f in staged["input"])
-        if seen != hi - lo:
+            step = execute_step(plan, events, info.buckets)
+        if step.rows_seen != hi - lo:
             raise ReplayError(f"batch {batch} of run {info.run_id}: expected {hi - lo} input rows "
-                              f"(arrival sequence {lo}..{hi}) but the step saw {seen}; the "
-                              "recording changed under the pinned version?")
+                              f"(arrival sequence {lo}..{hi}) but the step saw {step.rows_seen}; "
+                              "the recording changed under the pinned version?")
+        staged = step.staged
         txn = {k: Txn(f"{info.run_id}/{k}", batch) for k in (*KINDS, "manifest")}
         meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
-        self._commit(tables["output"], staged["output"], schemas["output"], "append",
-                     txn["output"], meta)
+        output_version = self._commit(tables["output"], staged["output"], schemas["output"],
+                                      txn["output"], meta)
+        kept = [f for f in old_state if bucket_of_file(f.path) not in step.buckets]
         if not finish:
-            self._commit(tables["late"], staged["late"], late_schema, "append", txn["late"], meta)
-            self._commit(tables["quarantine"], staged["quarantine"], late_schema, "append",
+            self._commit(tables["late"], staged["late"], late_schema, txn["late"], meta)
+            self._commit(tables["quarantine"], staged["quarantine"], late_schema,
                          txn["quarantine"], meta)
-            self._commit(tables["state"], staged["state"], schemas["state"], "overwrite",
-                         txn["state"], meta)
-            state_version = self.storage.version(tables["state"])
-        output_version = self.storage.version(tables["output"])
+            replaced = [f.path for f in old_state if bucket_of_file(f.path) in step.buckets]
+            state_version = self._commit(tables["state"], staged["state"], schemas["state"],
+                                         txn["state"], meta, remove=replaced)
         count = {k: sum(f.num_records for f in staged[k]) for k in KINDS}
         report = BatchReport(
             batch=batch, kind="end" if finish else "batch", rows_in=hi - lo,
             rows_out=count["output"], late=count["late"], quarantined=count["quarantine"],
-            state_rows=count["state"] if not finish else 0,
-            state_bytes=sum(f.size for f in staged["state"]) if not finish else 0,
+            state_rows=0 if finish else count["state"] + sum(f.rows for f in kept),
+            state_bytes=0 if finish else (sum(f.size for f in staged["state"])
+                                          + sum(f.size for f in kept)),
             duration_s=time.perf_counter() - started)
         row = {"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi, "state_version": state_version,
                "output_version": output_version, **asdict(report)}
-        if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") == str(batch):
-            os.kill(os.getpid(), 9)  # test hook: die between the table commits and the manifest
+        if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") == f"{info.run_id}/{batch}":
+            os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
         self.storage.write(pa.Table.from_pylist([row], MANIFEST_SCHEMA), tables["manifest"],
                            txn=txn["manifest"], metadata=meta)
         return report, state_version
 
-    def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, mode: str,
-                txn: Txn, meta: dict) -> None:
-        result = self.storage.commit_files(path, files, schema, mode=mode, txn=txn, metadata=meta)
-        if result.skipped:  # committed by an earlier attempt: these recomputed files are spares
-            for f in files:
-                Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+    def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
+                meta: dict, remove: list[str] | None = None) -> int:
+        """Commit a batch's files once; returns the table version holding them."""
+        result = self.storage.commit_files(path, files, schema, txn=txn, metadata=meta,
+                                           remove=remove or ())
+        if not result.skipped:
+            return result.version
+        for f in files:  # committed by an earlier attempt: these recomputed files are spares
+            Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+        # Batches commit in order, so the table's latest version is this batch's commit.
+        return self.storage.version(path)
 
 
 def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:

@@ -5,6 +5,7 @@ from .base import (
     ROW_COLUMN,
     DataFile,
     DeltaStorage,
+    LiveFile,
     StagedFile,
     StorageError,
     Txn,
@@ -15,6 +16,6 @@ from .delta_rs import file_stats
 from .select import BACKENDS, open_storage
 
 __all__ = [
-    "BACKENDS", "FILE_COLUMN", "ROW_COLUMN", "DataFile", "DeltaStorage", "StagedFile",
+    "BACKENDS", "FILE_COLUMN", "ROW_COLUMN", "DataFile", "DeltaStorage", "LiveFile", "StagedFile",
     "StorageError", "Txn", "UnsupportedTableFeature", "WriteResult", "file_stats", "open_storage",
 ]

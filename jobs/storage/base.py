@@ -34,6 +34,15 @@ class DataFile:
     num_records: int | None = None
 
 
+@dataclass(frozen=True, order=True)
+class LiveFile:
+    """A live data file: local path (or URI), size in bytes and row count."""
+
+    path: str
+    size: int
+    rows: int
+
+
 @dataclass(frozen=True)
 class StagedFile:
     """A Parquet file already written inside a table directory, waiting to be committed."""
@@ -96,6 +105,10 @@ class DeltaStorage(ABC):
         """The table at ``version`` as an Arrow table on the driver (small tables only)."""
 
     @abstractmethod
+    def live_files(self, path: str, version: int | None = None) -> list[LiveFile]:
+        """The live data files at ``version`` (latest when None), ordered by path."""
+
+    @abstractmethod
     def files(self, path: str, version: int) -> list[DataFile]:
         """Live data files at ``version``, ordered by (commit version, URI)."""
 
@@ -108,8 +121,12 @@ class DeltaStorage(ABC):
     @abstractmethod
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,
-                     metadata: Mapping[str, str] | None = None) -> WriteResult:
-        """Commit Parquet files that workers wrote under ``path`` (see :meth:`staging_dir`)."""
+                     metadata: Mapping[str, str] | None = None,
+                     remove: Sequence[str] = ()) -> WriteResult:
+        """Commit Parquet files that workers wrote under ``path`` (see :meth:`staging_dir`).
+
+        ``remove`` lists live files (paths as given by :meth:`live_files`) that the same commit drops.
+        """
 
     @abstractmethod
     def txn_version(self, path: str, app_id: str) -> int | None:
@@ -127,8 +144,12 @@ class DeltaStorage(ABC):
         """True when ``txn`` is already committed on ``path``."""
         if txn is None or not self.exists(path):
             return False
-        done = self.txn_version(path, txn.app_id)
-        return done is not None and done >= txn.version
+        return done_already(self.txn_version(path, txn.app_id), txn)
+
+
+def done_already(committed: int | None, txn: Txn | None) -> bool:
+    """True when an application transaction at ``committed`` covers ``txn``."""
+    return txn is not None and committed is not None and committed >= txn.version
 
 
 def unsupported_features(path: str, reader_features: set[str], configuration: Mapping[str, str],

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError, TableNotFoundError
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -24,12 +24,14 @@ from .base import (
     ROW_COLUMN,
     DataFile,
     DeltaStorage,
+    LiveFile,
     StagedFile,
     StorageError,
     Txn,
     UnsupportedTableFeature,
     WriteMode,
     WriteResult,
+    done_already,
     unsupported_features,
 )
 
@@ -81,6 +83,8 @@ class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
 
     name: str = field(init=False, default="delta-rs")
+    _snapshots: dict[tuple[str, int], DeltaTable] = field(init=False, default_factory=dict,
+                                                          repr=False)
 
     def _table(self, path: str, version: int | None = None) -> DeltaTable:
         try:
@@ -93,6 +97,8 @@ class DeltaRsStorage(DeltaStorage):
                                ) from exc
 
     def _readable(self, path: str, version: int | None = None) -> DeltaTable:
+        if version is not None and (path, version) in self._snapshots:
+            return self._snapshots[(path, version)]
         dt = self._table(path, version)
         proto = dt.protocol()
         features = set(proto.reader_features or []) | set(proto.writer_features or [])
@@ -102,6 +108,8 @@ class DeltaRsStorage(DeltaStorage):
         why = unsupported_features(path, features, dt.metadata().configuration, dvs)
         if why:
             raise UnsupportedTableFeature(why)
+        if version is not None:  # a snapshot at a given version never changes
+            self._snapshots[(path, version)] = dt
         return dt
 
     def exists(self, path: str) -> bool:
@@ -142,6 +150,15 @@ class DeltaRsStorage(DeltaStorage):
         if not uris:
             return schema.empty_table()
         return pa.concat_tables(pq.read_table(u, schema=schema) for u in uris)
+
+    def live_files(self, path: str, version: int | None = None) -> list[LiveFile]:
+        actions = pa.table(self._readable(path, version).get_add_actions(flatten=True))
+        root = _local(path).rstrip("/")
+        return sorted(LiveFile(path=p if p.startswith("/") else f"{root}/{p}", size=size, rows=n)
+                      for p, size, n in zip(actions.column("path").to_pylist(),
+                                            actions.column("size_bytes").to_pylist(),
+                                            actions.column("num_records").to_pylist(),
+                                            strict=True))
 
     def files(self, path: str, version: int) -> list[DataFile]:
         dt = self._readable(path, version)
@@ -191,27 +208,34 @@ class DeltaRsStorage(DeltaStorage):
 
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,
-                     metadata: Mapping[str, str] | None = None) -> WriteResult:
-        if self.skip(path, txn):
-            return WriteResult(version=None, skipped=True)
+                     metadata: Mapping[str, str] | None = None,
+                     remove: Sequence[str] = ()) -> WriteResult:
         root = _local(path).rstrip("/")
+        dt = DeltaTable(root) if self.exists(path) else None
+        if dt is not None and txn is not None and done_already(
+                dt.transaction_version(txn.app_id), txn):
+            return WriteResult(version=None, skipped=True)
         now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
-        actions = [AddAction(path=os.path.relpath(f.path, root), size=f.size,
-                             partition_values={}, modification_time=now_ms, data_change=True,
-                             stats=f.stats or json.dumps({"numRecords": f.num_records}))
-                   for f in files]
+        actions: list[AddAction | RemoveAction] = [
+            AddAction(path=os.path.relpath(_local(f.path), root), size=f.size,
+                      partition_values={}, modification_time=now_ms, data_change=True,
+                      stats=f.stats or json.dumps({"numRecords": f.num_records}))
+            for f in files]
+        actions += [RemoveAction(path=os.path.relpath(_local(p), root), data_change=True,
+                                 deletion_timestamp=now_ms) for p in remove]
         props = _props(txn, metadata)
         try:
-            if self.exists(path):
-                self._table(path).create_write_transaction(actions, mode=mode, schema=schema,
-                                                           commit_properties=props)
-            else:
-                create_table_with_add_actions(root, Schema.from_arrow(schema), actions,
-                                              mode="error", commit_properties=props)
+            if dt is not None:
+                dt.create_write_transaction(actions, mode=mode, schema=schema,
+                                            commit_properties=props)
+                dt.update_incremental()
+                return WriteResult(version=dt.version())
+            create_table_with_add_actions(root, Schema.from_arrow(schema), actions,
+                                          mode="error", commit_properties=props)
         except DeltaError as exc:
             raise StorageError(f"cannot commit {len(files)} files to Delta table {path}: {exc}"
                                ) from exc
-        return WriteResult(version=self.version(path))
+        return WriteResult(version=0)
 
     def txn_version(self, path: str, app_id: str) -> int | None:
         return self._table(path).transaction_version(app_id)

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from .base import (
     FILE_COLUMN,
     ROW_COLUMN,
     DataFile,
     DeltaStorage,
+    LiveFile,
     StagedFile,
     Txn,
     WriteMode,
@@ -68,6 +69,15 @@ class DeltaSparkStorage(DeltaStorage):
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
         return self.read(path, version).toArrow()
 
+    def live_files(self, path: str, version: int | None = None) -> list[LiveFile]:
+        import os
+
+        import pyarrow.parquet as pq
+
+        paths = sorted(_plain(u) for u in self.read(path, version).inputFiles())
+        return [LiveFile(path=p, size=os.path.getsize(p),
+                         rows=pq.ParquetFile(p).metadata.num_rows) for p in paths]
+
     def files(self, path: str, version: int) -> list[DataFile]:
         added_in: dict[str, int] = {}
         for v in range(version + 1):
@@ -95,11 +105,15 @@ class DeltaSparkStorage(DeltaStorage):
 
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,
-                     metadata: Mapping[str, str] | None = None) -> WriteResult:
-        if files:
-            df = self.spark.read.parquet(*[f.path for f in files])
-        else:
-            df = self.spark.createDataFrame(schema.empty_table())
+                     metadata: Mapping[str, str] | None = None,
+                     remove: Sequence[str] = ()) -> WriteResult:
+        paths = [f.path for f in files]
+        if remove:  # no file-level removes through the DataFrame API: rewrite what is kept
+            dropped = {_plain(p) for p in remove}
+            paths += [f.path for f in self.live_files(path) if f.path not in dropped]
+            mode = "overwrite"
+        df = (self.spark.read.schema(from_arrow_schema(schema)).parquet(*paths) if paths
+              else self.spark.createDataFrame([], from_arrow_schema(schema)))
         return self.write(df, path, mode=mode, txn=txn, metadata=metadata)
 
     def staging_dir(self, path: str, tag: str) -> str:

@@ -1,0 +1,44 @@
+"""Shared fixtures: one local SparkSession for the whole run, temporary warehouses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+os.environ["REPRISE_SPARK_MASTER"] = os.environ.get("REPRISE_TEST_SPARK_MASTER", "local[2]")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from jobs.spark import get_spark
+
+    session = get_spark()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def storage(spark):
+    """The default backend (delta-rs on machines without the Delta jars)."""
+    from jobs.storage import open_storage
+
+    return open_storage(spark, "delta-rs")
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    from engine.catalog import load_catalog
+
+    return load_catalog(ROOT / "schemas")
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    from jobs.warehouse import Warehouse
+
+    return Warehouse(tmp_path / "warehouse")
