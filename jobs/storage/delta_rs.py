@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -67,8 +68,15 @@ def file_stats(path: str) -> tuple[int, str]:
 
 
 def local_file_path():
-    """Spark's ``_metadata.file_path`` as a plain local path (``file:/x`` -> ``/x``)."""
-    return F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+    """Spark's ``_metadata.file_path`` as a plain local path (``file:/a%20b`` -> ``/a b``)."""
+    # The column is percent-encoded; url_decode also reads '+' as ' ', so protect '+' first.
+    path = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
+
+
+def _file_paths(dt: DeltaTable) -> list[str]:
+    """The snapshot's data files as plain local paths (``file_uris`` are percent-encoded)."""
+    return [unquote(_local(u)) for u in dt.file_uris()]
 
 
 def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitProperties:
@@ -124,7 +132,7 @@ class DeltaRsStorage(DeltaStorage):
     def read(self, path: str, version: int | None = None) -> DataFrame:
         dt = self._readable(path, version)
         schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
-        uris = dt.file_uris()
+        uris = _file_paths(dt)
         if not uris:
             return self.spark.createDataFrame([], schema)
         return self.spark.read.schema(schema).option("basePath", _local(path)).parquet(*uris)
@@ -134,7 +142,7 @@ class DeltaRsStorage(DeltaStorage):
         dt = self._readable(path, version)
         arrow_schema = pa.schema(dt.schema().to_arrow())
         schema = from_arrow_schema(arrow_schema)
-        uris = list(files) if files is not None else dt.file_uris()
+        uris = list(files) if files is not None else _file_paths(dt)
         if not uris:
             return self.spark.createDataFrame(
                 [], from_arrow_schema(arrow_schema.append(pa.field(FILE_COLUMN, pa.string()))
@@ -146,7 +154,7 @@ class DeltaRsStorage(DeltaStorage):
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
         dt = self._readable(path, version)
         schema = pa.schema(dt.schema().to_arrow())
-        uris = [_local(u) for u in dt.file_uris()]
+        uris = _file_paths(dt)
         if not uris:
             return schema.empty_table()
         return pa.concat_tables(pq.read_table(u, schema=schema) for u in uris)

@@ -1,0 +1,62 @@
+"""Small test catalogs and recordings written to temporary warehouses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from engine.catalog import load_catalog
+
+RECORDING = """\
+name: ev
+key: k
+time: ts
+columns: {k: string, ts: timestamp, v: int}
+"""
+QUERY = """\
+name: ev_w
+kind: window
+input: ev
+lateness: 3s
+query:
+  window: {type: tumbling, size: 5s}
+  aggregates: {n: count(), n_v: count(v), s: sum(v), lo: min(v), hi: max(v), mean: avg(v)}
+"""
+
+
+def small_catalog(root: Path):
+    """A catalog with one recording ``ev`` and one tumbling-window query ``ev_w``."""
+    (root / "recordings").mkdir(parents=True, exist_ok=True)
+    (root / "queries").mkdir(parents=True, exist_ok=True)
+    (root / "recordings" / "ev.yaml").write_text(RECORDING)
+    (root / "queries" / "ev_w.yaml").write_text(QUERY)
+    return load_catalog(root)
+
+
+def events_table(rng: np.random.Generator, n: int, nulls: bool = True) -> pa.Table:
+    """``n`` events over 4 keys, disorder up to 6 s, a few null values, keys and times."""
+    ts = (np.arange(n) * 700_000 + rng.integers(-6_000_000, 6_000_000, n)).astype("int64")
+    keys = rng.choice(["a", "b", "c", "d"], n).astype(object)
+    values = rng.integers(0, 100, n).astype(object)
+    if nulls and n:
+        values[rng.random(n) < 0.1] = None
+        keys[rng.random(n) < 0.03] = None
+        ts_arr = pa.array(ts + 1_700_000_000_000_000, pa.int64()).cast(
+            pa.timestamp("us", tz="UTC")).to_pylist()
+        for i in np.flatnonzero(rng.random(n) < 0.03):
+            ts_arr[i] = None
+    else:
+        ts_arr = pa.array(ts + 1_700_000_000_000_000, pa.int64()).cast(
+            pa.timestamp("us", tz="UTC")).to_pylist()
+    return pa.table({"k": pa.array(keys, pa.string()),
+                     "ts": pa.array(ts_arr, pa.timestamp("us", tz="UTC")),
+                     "v": pa.array(values, pa.int64())})
+
+
+def write_commits(storage, path: str, table: pa.Table, commits: int) -> None:
+    """Append ``table`` as ``commits`` consecutive Delta commits."""
+    bounds = np.linspace(0, table.num_rows, commits + 1).astype(int)
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        storage.write(table.slice(a, b - a), path, mode="append")

@@ -1,0 +1,124 @@
+"""The replay runner on Spark: output equals the reference and does not depend on the plan."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jobs.replay import Replay, ReplayError
+from jobs.validate import validate_run
+from jobs.warehouse import Warehouse
+
+from helpers import events_table, small_catalog, write_commits
+
+
+def output_rows(replay: Replay, run_id: str) -> list[tuple]:
+    table = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "output"))
+    frame = table.drop(["batch"]).to_pandas()
+    return sorted(tuple(r) for r in frame.astype(object).where(frame.notna(), None)
+                  .itertuples(index=False))
+
+
+def state_at(replay: Replay, run_id: str, batch: int) -> pd.DataFrame:
+    manifest = replay.manifest(run_id).to_pandas().set_index("batch")
+    version = int(manifest.loc[batch, "state_version"])
+    state = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "state"), version)
+    frame = state.to_pandas()
+    return frame.sort_values(list(frame.columns)).reset_index(drop=True)
+
+
+def make_replay(spark, storage, n: int, commits: int, seed: int) -> Replay:
+    root = Path(tempfile.mkdtemp(prefix="reprise-replay-"))
+    catalog = small_catalog(root / "schemas")
+    warehouse = Warehouse(root / "warehouse")
+    table = events_table(np.random.default_rng(seed), n)
+    write_commits(storage, warehouse.recording("ev"), table, commits)
+    return Replay(spark, storage, warehouse, catalog)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(0, 120), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.lists(st.integers(0, 120), max_size=4), min_size=2, max_size=2),
+       data=st.data())
+def test_replay_equals_reference_under_random_plans(spark, storage, n, commits, seed, cuts, data):
+    replay = make_replay(spark, storage, n, commits, seed)
+    shared = data.draw(st.integers(0, n), label="shared cut")
+    results, states = [], []
+    for i, plan_cuts in enumerate(cuts):
+        points = sorted({*(min(c, n) for c in plan_cuts), shared})
+        points += [points[-1]] if i == 0 else []  # an empty batch in the first plan
+        plan = "cuts:" + ",".join(map(str, points))
+        info = replay.prepare("ev_w", plan=plan, run_id=f"plan{i}")
+        replay.run(info)
+        report = validate_run(replay, replay.catalog, info.run_id)
+        assert report.ok, (report.diff, report.late_mismatch, report.reconciles)
+        results.append(output_rows(replay, info.run_id))
+        shared_batch = info.cuts.index(shared) - 1
+        if shared_batch >= 0:
+            states.append(state_at(replay, info.run_id, shared_batch))
+    assert results[0] == results[1]
+    if len(states) == 2:
+        pd.testing.assert_frame_equal(states[0], states[1])
+
+
+def test_one_event_batches_and_commit_plan_agree(spark, storage):
+    replay = make_replay(spark, storage, n=12, commits=3, seed=3)
+    single = replay.prepare("ev_w", plan="rows:1", run_id="single")
+    by_commit = replay.prepare("ev_w", plan="commit", run_id="commit")
+    assert single.batches == 12 and by_commit.batches == 3
+    for info in (single, by_commit):
+        replay.run(info)
+        assert validate_run(replay, replay.catalog, info.run_id).ok
+    assert output_rows(replay, "single") == output_rows(replay, "commit")
+    manifest = replay.manifest("single").to_pandas()
+    assert manifest["rows_in"].tolist() == [1] * 12 + [0]
+    assert (manifest["late"] + manifest["quarantined"]).sum() <= 12
+
+
+def test_manifest_reconciles_and_quarantines_rows_without_key_or_time(spark, storage):
+    replay = make_replay(spark, storage, n=400, commits=4, seed=11)
+    info = replay.prepare("ev_w", plan="rows:50")
+    manifest = replay.run(info).to_pandas()
+    quarantine = replay.storage.read_arrow(replay.warehouse.run_table(info.run_id, "quarantine"))
+    reasons = set(quarantine.column("reason").to_pylist())
+    assert reasons <= {"missing key column 'k'", "missing time column 'ts'"} and reasons
+    assert quarantine.num_rows == manifest["quarantined"].sum()
+    late = replay.storage.read_arrow(replay.warehouse.run_table(info.run_id, "late"))
+    assert late.num_rows == manifest["late"].sum() > 0
+    assert manifest["rows_in"].sum() == 400
+    assert manifest["batch"].tolist() == list(range(info.batches + 1))
+    assert (manifest["state_rows"][:-1] > 0).all() and (manifest["state_bytes"][:-1] > 0).all()
+
+
+def test_rerun_of_a_finished_run_writes_nothing(spark, storage):
+    replay = make_replay(spark, storage, n=50, commits=2, seed=5)
+    info = replay.prepare("ev_w")
+    replay.run(info)
+    path = replay.warehouse.run_table(info.run_id, "output")
+    version = replay.storage.version(path)
+    replay.run(replay.prepare("ev_w"))
+    assert replay.storage.version(path) == version
+
+
+def test_time_plan_cuts_by_event_time(spark, storage):
+    replay = make_replay(spark, storage, n=200, commits=2, seed=8)
+    info = replay.prepare("ev_w", plan="time:20s")
+    assert info.cuts == sorted(info.cuts) and info.cuts[0] == 0 and info.cuts[-1] == 200
+    assert info.batches >= 5  # 200 events 0.7 s apart span 140 s
+    replay.run(info)
+    assert validate_run(replay, replay.catalog, info.run_id).ok
+
+
+def test_run_id_reuse_with_other_plan_is_refused(spark, storage):
+    replay = make_replay(spark, storage, n=20, commits=1, seed=1)
+    replay.prepare("ev_w", plan="rows:5", run_id="r")
+    with pytest.raises(ReplayError, match="uses plan"):
+        replay.prepare("ev_w", plan="rows:7", run_id="r")
+    with pytest.raises(ValueError, match="invalid batch plan"):
+        replay.prepare("ev_w", plan="sometimes")
