@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -229,9 +229,10 @@ class Replay:
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
                    "state": op.state_codec.schema}
-        dirs = {k: self.storage.staging_dir(tables[k], f"b{batch:06d}") for k in KINDS}
-        for d in dirs.values():  # leftovers of an attempt that crashed before committing
-            shutil.rmtree(d.removeprefix("file://"), ignore_errors=True)
+        # A fresh directory per attempt: a retried batch never overwrites files that an earlier,
+        # crashed attempt may already have committed (the name is bookkeeping, not output).
+        attempt = uuid.uuid4().hex[:8]
+        dirs = {k: self.storage.staging_dir(tables[k], f"b{batch:06d}-{attempt}") for k in KINDS}
         old_state = (self.storage.live_files(tables["state"], state_version)
                      if state_version is not None else [])
         state_files: dict[int, list[str]] = {}

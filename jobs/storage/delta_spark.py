@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -28,6 +29,11 @@ from .delta_rs import local_file_path
 
 def _plain(uri: str) -> str:
     return re.sub(r"^file:(//)?", "", uri)
+
+
+def _input_path(uri: str) -> str:
+    """A plain local path from ``DataFrame.inputFiles()`` (percent-encoded URIs)."""
+    return unquote(_plain(uri))
 
 
 @dataclass
@@ -74,7 +80,7 @@ class DeltaSparkStorage(DeltaStorage):
 
         import pyarrow.parquet as pq
 
-        paths = sorted(_plain(u) for u in self.read(path, version).inputFiles())
+        paths = sorted(_input_path(u) for u in self.read(path, version).inputFiles())
         return [LiveFile(path=p, size=os.path.getsize(p),
                          rows=pq.ParquetFile(p).metadata.num_rows) for p in paths]
 
@@ -82,8 +88,8 @@ class DeltaSparkStorage(DeltaStorage):
         added_in: dict[str, int] = {}
         for v in range(version + 1):
             for uri in sorted(self.read(path, v).inputFiles()):
-                added_in.setdefault(_plain(uri), v)
-        live = {_plain(u) for u in self.read(path, version).inputFiles()}
+                added_in.setdefault(_input_path(uri), v)
+        live = {_input_path(u) for u in self.read(path, version).inputFiles()}
         return sorted((DataFile(uri=u, commit_version=added_in[u]) for u in live),
                       key=lambda f: (f.commit_version, f.uri))
 

@@ -1,0 +1,155 @@
+"""How jobs.spark resolves the master and the conf (pure: no SparkSession is started)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from jobs.spark import DELTA_CONF, delta_jars_configured, parse_conf, session_conf
+from jobs.storage import BACKENDS, open_storage
+
+JARS = "/opt/jars/delta-spark_2.13-4.0.0.jar,/opt/jars/delta-storage-4.0.0.jar"
+
+
+def test_defaults():
+    master, conf = session_conf(env={})
+    assert master == "local[*]"
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+    assert conf["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert conf["spark.pyspark.driver.python"] == sys.executable
+    assert conf["spark.ui.enabled"] == "false"
+    assert int(conf["spark.sql.shuffle.partitions"]) >= 2
+    assert conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"]
+    assert conf["spark.driver.memory"] == "4g"
+    for key in (*DELTA_CONF, "spark.jars", "spark.jars.packages"):
+        assert key not in conf
+    assert not delta_jars_configured(conf)
+
+
+@pytest.mark.parametrize(("master", "partitions"), [
+    ("local", "2"), ("local[1]", "2"), ("local[2]", "2"), ("local[3]", "3"), ("local[8]", "8"),
+    ("local[4,2]", "4"),
+])
+def test_local_masters_get_few_shuffle_partitions(master, partitions):
+    resolved_master, conf = session_conf(master, env={})
+    assert resolved_master == master
+    assert conf["spark.sql.shuffle.partitions"] == partitions
+    assert conf["spark.default.parallelism"] == partitions
+    assert conf["spark.driver.memory"] == "4g"
+
+
+def test_local_star_uses_the_cpu_count(monkeypatch):
+    monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: 6)
+    assert session_conf("local[*]", env={})[1]["spark.sql.shuffle.partitions"] == "6"
+    monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: None)
+    assert session_conf("local[*]", env={})[1]["spark.sql.shuffle.partitions"] == "2"
+
+
+@pytest.mark.parametrize("master", ["spark://host:7077", "yarn", "k8s://https://k8s:6443"])
+def test_cluster_masters_get_no_local_defaults(master):
+    resolved_master, conf = session_conf(master, env={})
+    assert resolved_master == master
+    for key in ("spark.sql.shuffle.partitions", "spark.default.parallelism",
+                "spark.driver.memory"):
+        assert key not in conf
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+
+
+def test_environment_overrides_master_and_conf():
+    env = {"REPRISE_SPARK_MASTER": "local[3]",
+           "REPRISE_SPARK_CONF": "a=1; b=2;spark.sql.session.timeZone = Europe/Paris"}
+    master, conf = session_conf(env=env)
+    assert master == "local[3]"
+    assert conf["a"] == "1" and conf["b"] == "2"
+    assert conf["spark.sql.session.timeZone"] == "Europe/Paris"
+    assert conf["spark.sql.shuffle.partitions"] == "3"
+
+
+def test_environment_master_from_env_cluster():
+    master, conf = session_conf(env={"REPRISE_SPARK_MASTER": "spark://host:7077"})
+    assert master == "spark://host:7077"
+    assert "spark.sql.shuffle.partitions" not in conf
+
+
+def test_explicit_values_win_over_environment():
+    env = {"REPRISE_SPARK_MASTER": "spark://host:7077",
+           "REPRISE_SPARK_CONF": "a=1;spark.driver.memory=8g"}
+    master, conf = session_conf("local[2]", {"a": "explicit", "spark.driver.memory": "1g"}, env)
+    assert master == "local[2]"
+    assert conf["a"] == "explicit"
+    assert conf["spark.driver.memory"] == "1g"
+    # Explicit conf also beats the built-in defaults.
+    _, conf = session_conf("local[2]", {"spark.sql.shuffle.partitions": "7"}, env={})
+    assert conf["spark.sql.shuffle.partitions"] == "7"
+
+
+def test_parse_conf():
+    assert parse_conf("") == {}
+    assert parse_conf(" ; ;") == {}
+    assert parse_conf("a=1; b=2") == {"a": "1", "b": "2"}
+    assert parse_conf(" a = 1 ;b=x=y;") == {"a": "1", "b": "x=y"}
+    assert parse_conf("a=") == {"a": ""}
+    assert parse_conf("a=1;a=2") == {"a": "2"}
+
+
+@pytest.mark.parametrize(("text", "bad"), [("a=1; oops", "oops"), ("=1", "=1"),
+                                            ("a=1;  =2 ;b=3", "=2")])
+def test_malformed_conf_pair_raises_naming_it(text, bad):
+    with pytest.raises(ValueError, match="key=value") as info:
+        parse_conf(text)
+    assert repr(bad) in str(info.value)
+    with pytest.raises(ValueError) as info:
+        session_conf(env={"REPRISE_SPARK_CONF": text})
+    assert repr(bad) in str(info.value)
+
+
+def test_delta_jars_add_jars_and_delta_conf():
+    _, conf = session_conf(env={"REPRISE_DELTA_JARS": JARS})
+    assert conf["spark.jars"] == JARS
+    assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert conf["spark.sql.catalog.spark_catalog"] == (
+        "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    assert conf["spark.databricks.delta.properties.defaults.enableDeletionVectors"] == "false"
+    assert delta_jars_configured(conf)
+
+
+def test_delta_packages_add_delta_conf():
+    _, conf = session_conf(env={"REPRISE_DELTA_PACKAGES": "io.delta:delta-spark_2.13:4.0.0"})
+    assert conf["spark.jars.packages"] == "io.delta:delta-spark_2.13:4.0.0"
+    assert "spark.jars" not in conf
+    assert conf["spark.sql.extensions"] == DELTA_CONF["spark.sql.extensions"]
+
+
+def test_delta_conf_can_be_overridden():
+    _, conf = session_conf(
+        conf={"spark.databricks.delta.properties.defaults.enableDeletionVectors": "true"},
+        env={"REPRISE_DELTA_JARS": JARS})
+    assert conf["spark.databricks.delta.properties.defaults.enableDeletionVectors"] == "true"
+    assert conf["spark.sql.catalog.spark_catalog"] == DELTA_CONF["spark.sql.catalog.spark_catalog"]
+
+
+def test_unrelated_jars_do_not_enable_delta():
+    _, conf = session_conf(env={"REPRISE_SPARK_CONF": "spark.jars=/opt/other.jar"})
+    assert conf["spark.jars"] == "/opt/other.jar"
+    assert not delta_jars_configured(conf)
+    for key in DELTA_CONF:
+        assert key not in conf
+
+
+def test_session_conf_reads_os_environ_by_default(monkeypatch):
+    monkeypatch.setenv("REPRISE_SPARK_MASTER", "local[5]")
+    monkeypatch.setenv("REPRISE_SPARK_CONF", "x=y")
+    monkeypatch.delenv("REPRISE_DELTA_JARS", raising=False)
+    monkeypatch.delenv("REPRISE_DELTA_PACKAGES", raising=False)
+    master, conf = session_conf()
+    assert master == "local[5]"
+    assert conf["x"] == "y"
+
+
+def test_open_storage_rejects_unknown_backend():
+    with pytest.raises(ValueError, match="'nope'") as info:
+        open_storage(None, "nope")  # rejected before the session is touched
+    for name in BACKENDS:
+        assert name in str(info.value)
