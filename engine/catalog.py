@@ -36,7 +36,8 @@ class CatalogError(ValueError):
         super().__init__(f"{source}: field '{fieldname}': {problem}")
 
 
-def parse_duration_us(text: str | int, *, source: str = "<input>", fieldname: str = "duration") -> int:
+def parse_duration_us(text: str | int, *, source: str = "<input>",
+                      fieldname: str = "duration") -> int:
     """Parse ``"90s"``, ``"1m"``, ``"500ms"``, ``"2h"``, ``"1d"`` (or an int of microseconds)."""
     if isinstance(text, bool):
         raise CatalogError(source, fieldname, f"expected a duration like '30s', got {text!r}")
@@ -191,7 +192,8 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         raise CatalogError(source, "name", f"{name!r} must be an identifier (letters, digits, _)")
     kind = _require(doc, "kind", source)
     if kind not in QUERY_KINDS:
-        raise CatalogError(source, "kind", f"expected one of {', '.join(QUERY_KINDS)}, got {kind!r}")
+        raise CatalogError(source, "kind",
+                           f"expected one of {', '.join(QUERY_KINDS)}, got {kind!r}")
     if kind == "spj":
         inputs = _require(doc, "inputs", source, dict)
     else:
@@ -259,6 +261,7 @@ def load_catalog(root: str | Path) -> Catalog:
         spec = parse_query(_load_yaml(path), recordings, str(path))
         if spec.name in queries:
             raise CatalogError(str(path), "name",
-                               f"query {spec.name!r} is also defined in {queries[spec.name].source}")
+                               f"query {spec.name!r} is also defined in "
+                               f"{queries[spec.name].source}")
         queries[spec.name] = spec
     return Catalog(recordings, queries)

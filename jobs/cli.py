@@ -17,7 +17,7 @@ from engine.catalog import CatalogError, load_catalog
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 Warehouse_ = Annotated[Path | None, typer.Option(
     "--warehouse", help="Warehouse directory [env REPRISE_WAREHOUSE, default ./warehouse]")]

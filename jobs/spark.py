@@ -5,7 +5,7 @@ overridden from the environment:
 
 ``REPRISE_SPARK_MASTER``   master URL (default ``local[*]``)
 ``REPRISE_SPARK_CONF``     extra conf, ``key=value`` pairs separated by ``;``
-``REPRISE_DELTA_JARS``     comma-separated local paths of the Delta Spark jars (enables native Delta)
+``REPRISE_DELTA_JARS``     comma-separated local paths of the Delta Spark jars (native Delta)
 ``REPRISE_DELTA_PACKAGES`` Maven coordinates of Delta (for machines that reach Maven)
 """
 

@@ -54,7 +54,8 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     aggs = body.get("aggregates")
     if not isinstance(aggs, dict) or not aggs:
         raise CatalogError(src, "query.aggregates",
-                           "expected a non-empty mapping name: fn(column), e.g. hr: avg(heart_rate)")
+                           "expected a non-empty mapping name: fn(column), "
+                           "e.g. hr: avg(heart_rate)")
     parsed, value_types = [], {}
     reserved = {query.key, "window_start", "window_end", "batch"}
     for name, text in aggs.items():

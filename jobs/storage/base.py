@@ -125,7 +125,7 @@ class DeltaStorage(ABC):
                      remove: Sequence[str] = ()) -> WriteResult:
         """Commit Parquet files that workers wrote under ``path`` (see :meth:`staging_dir`).
 
-        ``remove`` lists live files (paths as given by :meth:`live_files`) that the same commit drops.
+        ``remove`` lists live files (paths from :meth:`live_files`) that the same commit drops.
         """
 
     @abstractmethod

@@ -18,7 +18,8 @@ def open_storage(spark: SparkSession, backend: str | None = None) -> DeltaStorag
     """Storage for ``backend`` (default: ``REPRISE_DELTA_BACKEND`` or ``auto``)."""
     backend = backend or os.environ.get("REPRISE_DELTA_BACKEND", "auto")
     if backend not in BACKENDS:
-        raise ValueError(f"unknown Delta backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        raise ValueError(f"unknown Delta backend {backend!r}; "
+                         f"expected one of {', '.join(BACKENDS)}")
     if backend == "delta-spark" and not delta_jars_loadable(spark):
         raise RuntimeError("Delta backend 'delta-spark' was asked for but the Delta jars are not "
                            "loaded: set REPRISE_DELTA_JARS to the jar paths (see README)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -58,5 +59,5 @@ def events_table(rng: np.random.Generator, n: int, nulls: bool = True) -> pa.Tab
 def write_commits(storage, path: str, table: pa.Table, commits: int) -> None:
     """Append ``table`` as ``commits`` consecutive Delta commits."""
     bounds = np.linspace(0, table.num_rows, commits + 1).astype(int)
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         storage.write(table.slice(a, b - a), path, mode="append")

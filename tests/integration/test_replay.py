@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import events_table, small_catalog, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs.replay import Replay, ReplayError
 from jobs.validate import validate_run
 from jobs.warehouse import Warehouse
-
-from helpers import events_table, small_catalog, write_commits
 
 
 def output_rows(replay: Replay, run_id: str) -> list[tuple]:
