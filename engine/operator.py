@@ -93,9 +93,11 @@ class KeyedOperator(ABC):
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         """Output owed at the end of the input (e.g. windows still open)."""
 
-    def late_schema(self, events: pa.Schema) -> pa.Schema:
-        """Schema of the late table: the event columns plus the reason."""
-        return events.append(pa.field(REASON, pa.string()))
+    @staticmethod
+    def late_schema(events: pa.Schema) -> pa.Schema:
+        """Schema of the late and quarantine tables: event columns, arrival_seq, reason."""
+        return events.append(pa.field("arrival_seq", pa.int64())).append(
+            pa.field(REASON, pa.string()))
 
 
 def run_batches(op: KeyedOperator, batches: list[pd.DataFrame],

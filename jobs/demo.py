@@ -39,6 +39,7 @@ def run_demo(ctx, console: Console, *, events: int, keys: int) -> bool:
                       f"{int(m['state_rows'].max()):,}", f"{int(m['state_bytes'].max()):,}",
                       f"{int(m['late'].sum()):,}",
                       "[green]pass[/]" if report.ok else "[red]FAIL[/]",
-                      "not yet (Dagster + GX issue)")
-    console.print(table)
+                      "n/a")
+    console.print(table, width=max(console.width, 120))
+    console.print("quality check: Great Expectations suites arrive with the Dagster issue")
     return ok

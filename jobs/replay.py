@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,7 +29,7 @@ from engine.registry import operator_for
 
 from . import plans
 from .keyed import KINDS, StepPlan, bucket_of_file, execute_finish, execute_step
-from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, StagedFile, StorageError, Txn
+from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, StagedFile, Txn
 from .warehouse import Warehouse
 
 MANIFEST_SCHEMA = pa.schema([
@@ -83,8 +84,6 @@ def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.In
     for f in storage.files(path, version):
         rows = f.num_records
         if rows is None:
-            import pyarrow.parquet as pq
-
             rows = pq.ParquetFile(f.uri.removeprefix("file://")).metadata.num_rows
         out.append(plans.InputFile(uri=f.uri, commit_version=f.commit_version, rows=rows,
                                    offset=offset))
@@ -224,8 +223,7 @@ class Replay:
         tables = self._tables(info)
         finish = batch == info.batches
         lo, hi = (info.total, info.total) if finish else (info.cuts[batch], info.cuts[batch + 1])
-        late_schema = recording.arrow_schema().append(pa.field("arrival_seq", pa.int64())) \
-            .append(pa.field("reason", pa.string()))
+        late_schema = op.late_schema(recording.arrow_schema())
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
                    "state": op.state_codec.schema}
@@ -303,4 +301,4 @@ def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:
     return RunInfo(**json.loads(path.read_text()))
 
 
-__all__ = ["MANIFEST_SCHEMA", "Replay", "ReplayError", "RunInfo", "StorageError", "read_run"]
+__all__ = ["MANIFEST_SCHEMA", "Replay", "ReplayError", "RunInfo", "read_run"]
