@@ -1,11 +1,12 @@
-"""Spark execution of one step of a keyed engine operator.
+"""Spark execution of the steps of a keyed engine operator.
 
-Keys are hashed into a fixed number of buckets. The batch's events are grouped by bucket, and each
-bucket's step runs in a Python worker that reads the bucket's current state file (state is stored
-one file per bucket), runs the engine step, and writes its output, late, quarantine and new state
-rows as Parquet files straight into the run's tables. Workers return only file descriptions: the
-driver never collects rows, it commits the listed files to Delta. A bucket without events keeps its
-state file untouched. One Spark job per batch.
+Keys are hashed into a fixed number of buckets. The events of a group of consecutive batches are
+grouped by bucket, and each bucket runs in a Python worker that reads the bucket's current state
+file (state is stored one file per bucket), steps the engine through the group's batches in order,
+and writes each batch's output, late, quarantine and new state rows as Parquet files straight into
+the run's tables. Workers return only file descriptions: the driver never collects rows; it commits
+the listed files to Delta, batch by batch. A bucket without events in a batch keeps its state file.
+One Spark job per group of batches (so its fixed cost is shared), one set of commits per batch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,7 +27,9 @@ from engine.operator import REASON, SEQ, TIME, KeyedOperator, to_arrow
 from .storage import StagedFile, file_stats
 
 BUCKET = "__bucket"
-FILES_SCHEMA = "kind string, bucket long, path string, size long, rows long, stats string"
+FILES_SCHEMA = ("batch long, kind string, bucket long, path string, size long, rows long, "
+                "stats string")
+_COLUMNS = ["batch", "kind", "bucket", "path", "size", "rows", "stats"]
 #: Tables a step writes; each worker also reports an ``input`` row (rows it saw).
 KINDS = ("output", "late", "quarantine", "state")
 _BUCKET_FILE = re.compile(r"part-b(\d+)-")
@@ -36,8 +40,8 @@ class StepPlan:
     """Everything a worker needs to run one batch (pickled into the UDF)."""
 
     op: KeyedOperator
-    batch_id: int
-    dirs: dict[str, str]  # kind -> directory for its Parquet files
+    batches: tuple[tuple[int, int, int], ...]  # (batch id, first seq, end seq), in order
+    dirs: dict[int, dict[str, str]]  # batch -> kind -> directory for its Parquet files
     schemas: dict[str, pa.Schema]  # kind -> Arrow schema of its table
     recording_columns: tuple[str, ...]
     time_column: str
@@ -75,19 +79,21 @@ def event_rows(events: pd.DataFrame, plan: StepPlan) -> pd.DataFrame:
     return frame
 
 
-def _write(plan: StepPlan, kind: str, frame: pd.DataFrame, bucket: int) -> dict | None:
+def _write(plan: StepPlan, batch: int, kind: str, frame: pd.DataFrame, bucket: int
+           ) -> dict | None:
     if frame.empty:
         return None
     table = to_arrow(frame, plan.schemas[kind])
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
     fs = pa.fs.LocalFileSystem()
-    fs.create_dir(plan.dirs[kind], recursive=True)
-    path = f"{plan.dirs[kind]}/part-b{bucket:05d}-a{attempt}.parquet"
+    directory = plan.dirs[batch][kind]
+    fs.create_dir(directory, recursive=True)
+    path = f"{directory}/part-b{bucket:05d}-a{attempt}.parquet"
     pq.write_table(table, path)
     rows, stats = file_stats(path)
-    return {"kind": kind, "bucket": bucket, "path": path, "size": fs.get_file_info(path).size,
-            "rows": rows, "stats": stats}
+    return {"batch": batch, "kind": kind, "bucket": bucket, "path": path,
+            "size": fs.get_file_info(path).size, "rows": rows, "stats": stats}
 
 
 def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -111,55 +117,69 @@ def _load_state(plan: StepPlan, bucket: int) -> pd.DataFrame:
     return codec.decode(pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files))
 
 
-def run_bucket(plan: StepPlan, bucket: int, batch_pdf: pd.DataFrame) -> pd.DataFrame:
-    """The worker side of a step for one bucket of keys."""
+def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
+    """The worker side: step one bucket of keys through the plan's batches."""
     op = plan.op
     state = _load_state(plan, bucket)
-    files = [{"kind": "input", "bucket": bucket, "path": "", "size": 0, "rows": len(batch_pdf),
-              "stats": ""}]
+    rows: list[dict | None] = []
     if plan.finish:
-        written = [_write(plan, "output", op.finish(state).assign(batch=plan.batch_id), bucket)]
-    else:
-        good, bad = _quarantine(batch_pdf.drop(columns=[BUCKET]), plan)
-        result = op.step(state, good)
-        written = [
-            _write(plan, "output", result.output.assign(batch=plan.batch_id), bucket),
-            _write(plan, "late", event_rows(result.late, plan), bucket),
-            _write(plan, "quarantine", event_rows(bad, plan), bucket),
-            _write(plan, "state", result.state, bucket),
+        ((batch, _, _),) = plan.batches
+        rows.append({"batch": batch, "kind": "input", "bucket": bucket, "rows": 0})
+        rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket))
+        return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
+    good, bad = _quarantine(events.drop(columns=[BUCKET]), plan)
+    ends = np.asarray([hi for _, _, hi in plan.batches], dtype="int64")
+    good_in = np.searchsorted(ends, good[SEQ].to_numpy(dtype="int64"), side="right")
+    bad_in = np.searchsorted(ends, bad[SEQ].to_numpy(dtype="int64"), side="right")
+    for i, (batch, _, _) in enumerate(plan.batches):
+        batch_good, batch_bad = good[good_in == i], bad[bad_in == i]
+        if batch_good.empty and batch_bad.empty:
+            continue  # no event of this bucket in this batch: its state is unchanged
+        result = op.step(state, batch_good)
+        state = result.state
+        rows += [
+            {"batch": batch, "kind": "input", "bucket": bucket,
+             "rows": len(batch_good) + len(batch_bad)},
+            _write(plan, batch, "output", result.output.assign(batch=batch), bucket),
+            _write(plan, batch, "late", event_rows(result.late, plan), bucket),
+            _write(plan, batch, "quarantine", event_rows(batch_bad, plan), bucket),
+            _write(plan, batch, "state", result.state, bucket),
         ]
-    files += [w for w in written if w is not None]
-    return pd.DataFrame(files, columns=["kind", "bucket", "path", "size", "rows", "stats"])
+    return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 
-def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> StepFiles:
-    """Run one batch on Spark (buckets without events are not touched)."""
+def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, StepFiles]:
+    """Run the plan's batches in one Spark job; returns what each batch wrote."""
 
     def step(pdf: pd.DataFrame) -> pd.DataFrame:
         return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf)
 
     grouped = bucketed(events, plan.op.key, buckets).groupBy(BUCKET)
-    return _collect(grouped.applyInPandas(step, FILES_SCHEMA).collect())
+    return _collect(plan, grouped.applyInPandas(step, FILES_SCHEMA).collect())
 
 
-def execute_finish(spark: SparkSession, plan: StepPlan) -> StepFiles:
+def execute_finish(spark: SparkSession, plan: StepPlan) -> dict[int, StepFiles]:
     """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
 
     def finish(pdf: pd.DataFrame) -> pd.DataFrame:
         return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.iloc[:0])
 
     ids = spark.createDataFrame([(b,) for b in sorted(plan.state_files)], f"{BUCKET} long")
-    return _collect(ids.groupBy(BUCKET).applyInPandas(finish, FILES_SCHEMA).collect())
+    return _collect(plan, ids.groupBy(BUCKET).applyInPandas(finish, FILES_SCHEMA).collect())
 
 
-def _collect(rows: list) -> StepFiles:
-    staged: dict[str, list[StagedFile]] = {kind: [] for kind in KINDS}
-    seen, buckets = 0, set()
-    for r in sorted(rows, key=lambda r: (r["kind"], r["path"])):
-        if r["kind"] == "input":
-            seen += r["rows"]
-            buckets.add(int(r["bucket"]))
-            continue
-        staged[r["kind"]].append(StagedFile(path=r["path"], size=r["size"],
-                                            num_records=r["rows"], stats=r["stats"]))
-    return StepFiles(staged=staged, buckets=buckets, rows_seen=seen)
+def _collect(plan: StepPlan, rows: list) -> dict[int, StepFiles]:
+    out = {}
+    for batch, _, _ in plan.batches:
+        staged: dict[str, list[StagedFile]] = {kind: [] for kind in KINDS}
+        seen, buckets = 0, set()
+        mine = (r for r in rows if r["batch"] == batch)
+        for r in sorted(mine, key=lambda r: (r["kind"], r["path"])):
+            if r["kind"] == "input":
+                seen += r["rows"]
+                buckets.add(int(r["bucket"]))
+            else:
+                staged[r["kind"]].append(StagedFile(path=r["path"], size=r["size"],
+                                                    num_records=r["rows"], stats=r["stats"]))
+        out[batch] = StepFiles(staged=staged, buckets=buckets, rows_seen=seen)
+    return out

@@ -28,8 +28,8 @@ from engine.operator import SEQ, TIME, KeyedOperator
 from engine.registry import operator_for
 
 from . import plans
-from .keyed import KINDS, StepPlan, bucket_of_file, execute_finish, execute_step
-from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, StagedFile, Txn
+from .keyed import KINDS, StepFiles, StepPlan, bucket_of_file, execute_finish, execute_step
+from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
 
 MANIFEST_SCHEMA = pa.schema([
@@ -153,6 +153,11 @@ class Replay:
     storage: DeltaStorage
     warehouse: Warehouse
     catalog: Catalog
+    #: Consecutive batches run by one Spark job (each still commits on its own).
+    batches_per_job: int = field(
+        default_factory=lambda: int(os.environ.get("REPRISE_BATCHES_PER_JOB", "8")))
+    #: Upper bound on the events of one Spark job (bounds worker memory).
+    rows_per_job: int = 2_000_000
 
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
@@ -206,23 +211,41 @@ class Replay:
         recording = self.catalog.recording(info.recording)
         op = operator_for(query, recording)
         done = self.manifest(info.run_id)
-        next_batch = done.num_rows
+        batch = done.num_rows
         state_version = done.column("state_version")[-1].as_py() if done.num_rows else None
-        for batch in range(next_batch, info.batches + 1):
-            report, state_version = self._batch(info, op, recording, query, batch, state_version)
-            if on_batch:
-                on_batch(report)
+        while batch <= info.batches:
+            group = self._group_of(info, batch)
+            reports, state_version = self._run_group(info, op, recording, query, group,
+                                                     state_version)
+            for report in reports:
+                if on_batch:
+                    on_batch(report)
+            batch = group[-1] + 1
         return self.manifest(info.run_id)
+
+    def _group_of(self, info: RunInfo, first: int) -> list[int]:
+        """Consecutive batches run by one Spark job (the end-of-input flush runs alone)."""
+        if first == info.batches:
+            return [first]
+        group, rows = [first], info.cuts[first + 1] - info.cuts[first]
+        while (len(group) < self.batches_per_job and group[-1] + 1 < info.batches
+               and rows + info.cuts[group[-1] + 2] - info.cuts[group[-1] + 1]
+               <= self.rows_per_job):
+            group.append(group[-1] + 1)
+            rows += info.cuts[group[-1] + 1] - info.cuts[group[-1]]
+        return group
 
     def _tables(self, info: RunInfo) -> dict[str, str]:
         return {k: self.warehouse.run_table(info.run_id, k) for k in (*KINDS, "manifest")}
 
-    def _batch(self, info: RunInfo, op: KeyedOperator, recording, query: QuerySpec, batch: int,
-               state_version: int | None) -> tuple[BatchReport, int | None]:
+    def _run_group(self, info: RunInfo, op: KeyedOperator, recording, query: QuerySpec,
+                   group: list[int], state_version: int | None
+                   ) -> tuple[list[BatchReport], int | None]:
         started = time.perf_counter()  # manifest bookkeeping only
         tables = self._tables(info)
-        finish = batch == info.batches
-        lo, hi = (info.total, info.total) if finish else (info.cuts[batch], info.cuts[batch + 1])
+        finish = group == [info.batches]
+        bounds = {b: (info.total, info.total) if finish else (info.cuts[b], info.cuts[b + 1])
+                  for b in group}
         late_schema = op.late_schema(recording.arrow_schema())
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
@@ -230,22 +253,39 @@ class Replay:
         # A fresh directory per attempt: a retried batch never overwrites files that an earlier,
         # crashed attempt may already have committed (the name is bookkeeping, not output).
         attempt = uuid.uuid4().hex[:8]
-        dirs = {k: self.storage.staging_dir(tables[k], f"b{batch:06d}-{attempt}") for k in KINDS}
-        old_state = (self.storage.live_files(tables["state"], state_version)
-                     if state_version is not None else [])
+        dirs = {b: {k: self.storage.staging_dir(tables[k], f"b{b:06d}-{attempt}") for k in KINDS}
+                for b in group}
+        live = (self.storage.live_files(tables["state"], state_version)
+                if state_version is not None else [])
         state_files: dict[int, list[str]] = {}
-        for f in old_state:
+        for f in live:
             state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
-        plan = StepPlan(op=op, batch_id=batch, dirs=dirs, schemas=schemas,
-                        recording_columns=tuple(recording.columns),
+        plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
+                        schemas=schemas, recording_columns=tuple(recording.columns),
                         time_column=query.time or recording.time, state_files=state_files,
                         finish=finish)
         if finish:
-            step = execute_finish(self.spark, plan)
+            steps = execute_finish(self.spark, plan)
         else:
-            events = sequenced(self.storage, info.input_path, info.input_version, info.files, lo,
-                               hi, plan.time_column)
-            step = execute_step(plan, events, info.buckets)
+            events = sequenced(self.storage, info.input_path, info.input_version, info.files,
+                               bounds[group[0]][0], bounds[group[-1]][1], plan.time_column)
+            steps = execute_step(plan, events, info.buckets)
+        shared = (time.perf_counter() - started) / len(group)
+        reports = []
+        for batch in group:
+            report, state_version, live = self._commit_batch(
+                info, tables, schemas, batch, bounds[batch], steps[batch], live, state_version,
+                finish, shared)
+            reports.append(report)
+        return reports, state_version
+
+    def _commit_batch(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
+                      batch: int, bounds: tuple[int, int], step: StepFiles, live: list[LiveFile],
+                      state_version: int | None, finish: bool, shared_s: float
+                      ) -> tuple[BatchReport, int | None, list[LiveFile]]:
+        """Commit one batch's files and its manifest row; returns the live state files after it."""
+        started = time.perf_counter()  # manifest bookkeeping only
+        lo, hi = bounds
         if step.rows_seen != hi - lo:
             raise ReplayError(f"batch {batch} of run {info.run_id}: expected {hi - lo} input rows "
                               f"(arrival sequence {lo}..{hi}) but the step saw {step.rows_seen}; "
@@ -253,43 +293,45 @@ class Replay:
         staged = step.staged
         txn = {k: Txn(f"{info.run_id}/{k}", batch) for k in (*KINDS, "manifest")}
         meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
-        output_version = self._commit(tables["output"], staged["output"], schemas["output"],
-                                      txn["output"], meta)
-        kept = [f for f in old_state if bucket_of_file(f.path) not in step.buckets]
+        output_version, _ = self._commit(tables["output"], staged["output"], schemas["output"],
+                                         txn["output"], meta)
         if not finish:
-            self._commit(tables["late"], staged["late"], late_schema, txn["late"], meta)
-            self._commit(tables["quarantine"], staged["quarantine"], late_schema,
-                         txn["quarantine"], meta)
-            replaced = [f.path for f in old_state if bucket_of_file(f.path) in step.buckets]
-            state_version = self._commit(tables["state"], staged["state"], schemas["state"],
-                                         txn["state"], meta, remove=replaced)
+            for kind in ("late", "quarantine"):
+                self._commit(tables[kind], staged[kind], schemas[kind], txn[kind], meta)
+            replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
+            state_version, skipped = self._commit(tables["state"], staged["state"],
+                                                  schemas["state"], txn["state"], meta,
+                                                  remove=replaced)
+            live = (self.storage.live_files(tables["state"], state_version) if skipped
+                    # an earlier attempt committed this batch's state files: ask the table
+                    else [f for f in live if bucket_of_file(f.path) not in step.buckets]
+                    + [LiveFile(f.path, f.size, f.num_records) for f in staged["state"]])
         count = {k: sum(f.num_records for f in staged[k]) for k in KINDS}
         report = BatchReport(
             batch=batch, kind="end" if finish else "batch", rows_in=hi - lo,
             rows_out=count["output"], late=count["late"], quarantined=count["quarantine"],
-            state_rows=0 if finish else count["state"] + sum(f.rows for f in kept),
-            state_bytes=0 if finish else (sum(f.size for f in staged["state"])
-                                          + sum(f.size for f in kept)),
-            duration_s=time.perf_counter() - started)
+            state_rows=0 if finish else sum(f.rows for f in live),
+            state_bytes=0 if finish else sum(f.size for f in live),
+            duration_s=shared_s + time.perf_counter() - started)
         row = {"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi, "state_version": state_version,
                "output_version": output_version, **asdict(report)}
         if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") == f"{info.run_id}/{batch}":
             os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
         self.storage.write(pa.Table.from_pylist([row], MANIFEST_SCHEMA), tables["manifest"],
                            txn=txn["manifest"], metadata=meta)
-        return report, state_version
+        return report, state_version, live
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
-                meta: dict, remove: list[str] | None = None) -> int:
-        """Commit a batch's files once; returns the table version holding them."""
+                meta: dict, remove: list[str] | None = None) -> tuple[int, bool]:
+        """Commit a batch's files once: (table version holding them, skipped as already done)."""
         result = self.storage.commit_files(path, files, schema, txn=txn, metadata=meta,
                                            remove=remove or ())
         if not result.skipped:
-            return result.version
+            return result.version, False
         for f in files:  # committed by an earlier attempt: these recomputed files are spares
             Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
         # Batches commit in order, so the table's latest version is this batch's commit.
-        return self.storage.version(path)
+        return self.storage.version(path), True
 
 
 def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:

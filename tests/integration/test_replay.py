@@ -121,3 +121,18 @@ def test_run_id_reuse_with_other_plan_is_refused(spark, storage):
         replay.prepare("ev_w", plan="rows:7", run_id="r")
     with pytest.raises(ValueError, match="invalid batch plan"):
         replay.prepare("ev_w", plan="sometimes")
+
+
+def test_batches_per_job_does_not_change_the_result(spark, storage):
+    replay = make_replay(spark, storage, n=300, commits=3, seed=21)
+    outputs, manifests = [], []
+    for per_job in (1, 3, 50):
+        replay.batches_per_job = per_job
+        info = replay.prepare("ev_w", plan="rows:20", run_id=f"per-job-{per_job}")
+        manifest = replay.run(info).to_pandas()
+        outputs.append(output_rows(replay, info.run_id))
+        manifests.append(manifest[["batch", "rows_in", "rows_out", "late", "quarantined",
+                                   "state_rows"]])
+    assert outputs[0] == outputs[1] == outputs[2]
+    pd.testing.assert_frame_equal(manifests[0], manifests[1])
+    pd.testing.assert_frame_equal(manifests[0], manifests[2])
