@@ -16,7 +16,7 @@ from engine.catalog import CatalogError, load_catalog
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 120)  # logs: no cramped tables
 err = Console(stderr=True, soft_wrap=True)
 
 Warehouse_ = Annotated[Path | None, typer.Option(
