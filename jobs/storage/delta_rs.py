@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -65,13 +66,6 @@ def file_stats(path: str) -> tuple[int, str]:
     stats = {"numRecords": meta.num_rows, "nullCount": nulls, "minValues": mins,
              "maxValues": maxs}
     return meta.num_rows, json.dumps(stats)
-
-
-def local_file_path():
-    """Spark's ``_metadata.file_path`` as a plain local path (``file:/a%20b`` -> ``/a b``)."""
-    # The column is percent-encoded; url_decode also reads '+' as ' ', so protect '+' first.
-    path = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
-    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
 
 
 def _file_paths(dt: DeltaTable) -> list[str]:
@@ -147,9 +141,21 @@ class DeltaRsStorage(DeltaStorage):
             return self.spark.createDataFrame(
                 [], from_arrow_schema(arrow_schema.append(pa.field(FILE_COLUMN, pa.string()))
                                       .append(pa.field(ROW_COLUMN, pa.int64()))))
+        # Map Spark's qualified, percent-encoded ``_metadata.file_path`` back to our plain paths
+        # with one literal map (no per-row string munging).
+        pairs = {raw: uri for uri in uris for raw in self._spark_forms(uri)}
+        raw = F.create_map(*[F.lit(x) for pair in pairs.items() for x in pair])
         df = self.spark.read.schema(schema).parquet(*uris)
-        return df.select("*", local_file_path().alias(FILE_COLUMN),
+        return df.select("*", F.element_at(raw, F.col("_metadata.file_path")).alias(FILE_COLUMN),
                          F.col("_metadata.row_index").alias(ROW_COLUMN))
+
+    def _spark_forms(self, uri: str) -> set[str]:
+        """Forms Spark may report in ``_metadata.file_path`` for the file ``uri``."""
+        jvm = self.spark.sparkContext._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(uri)
+        fs = hadoop_path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
+        qualified = fs.makeQualified(hadoop_path).toUri().toString()
+        return {qualified, re.sub(r"^file:///", "file:/", qualified)}  # local: file:/x
 
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
         dt = self._readable(path, version)

@@ -24,7 +24,13 @@ from .base import (
     WriteMode,
     WriteResult,
 )
-from .delta_rs import local_file_path
+
+
+def local_file_path():
+    """Spark's ``_metadata.file_path`` as a plain local path (``file:/a%20b`` -> ``/a b``)."""
+    # The column is percent-encoded; url_decode also reads '+' as ' ', so protect '+' first.
+    path = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
 
 
 def _plain(uri: str) -> str:
