@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -29,16 +30,19 @@ QUERY = "vitals_hr_1m"
 
 
 def spark_batch_job(spark, storage, path: str) -> float:
-    """Seconds for Spark's own groupBy(key, window) aggregation over the whole recording."""
+    """Median seconds (5 runs) of Spark's own groupBy(key, window) aggregation of the recording."""
     df = storage.read(path)
     job = (df.groupBy("patient_id", F.window("ts", "1 minute"))
            .agg(F.count("*").alias("readings"), F.avg("heart_rate").alias("hr_avg"),
                 F.min("heart_rate").alias("hr_min"), F.max("heart_rate").alias("hr_max"),
                 F.min("spo2").alias("spo2_min")))
     job.write.format("noop").mode("overwrite").save()  # warm-up
-    started = time.perf_counter()
-    job.write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - started
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        job.write.format("noop").mode("overwrite").save()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 def timed_replay(replay: Replay, run_id: str) -> tuple[float, int]:

@@ -323,7 +323,13 @@ class Replay:
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
                 meta: dict, remove: list[str] | None = None) -> tuple[int, bool]:
-        """Commit a batch's files once: (table version holding them, skipped as already done)."""
+        """Commit a batch's files once: (table version holding them, skipped as already done).
+
+        A batch that adds and removes nothing leaves an existing table alone (a retry of it
+        would write nothing either); the first batch always creates the table.
+        """
+        if not files and not remove and self.storage.exists(path):
+            return self.storage.version(path), False
         result = self.storage.commit_files(path, files, schema, txn=txn, metadata=meta,
                                            remove=remove or ())
         if not result.skipped:
