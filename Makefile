@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 export JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-*))
 export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench ui venv browser clean
 
 venv: $(STAMP)
 
@@ -17,10 +18,22 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/reprise demo
+$(DAGSTER_HOME)/dagster.yaml:
+	mkdir -p $(DAGSTER_HOME) && touch $@
 
-test: $(STAMP)
+demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(BIN)/python -m orchestration.demo
+
+ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	@echo "Dagster UI (with the daemon: schedule and sensor run): open http://127.0.0.1:3000 (Ctrl-C to stop)"
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+# Headless Chromium for the UI test (Debian packages; installed when missing).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml browser
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 	$(BIN)/python -m pytest -rs
 

@@ -211,20 +211,6 @@ def runs(warehouse: Warehouse_ = None) -> None:
         console.print(run_id)
 
 
-@app.command()
-def demo(
-    events: Annotated[int, typer.Option(help="Events in the sample vitals recording")] = 200_000,
-    keys: Annotated[int, typer.Option(help="Patients in the sample recording")] = 200,
-    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
-) -> None:
-    """Generate the sample recording, replay every window query, validate, print a summary."""
-    from .demo import run_demo
-
-    ctx = Context(warehouse, catalog, backend)
-    if not run_demo(ctx, console, events=events, keys=keys):
-        raise typer.Exit(code=1)
-
-
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=False,

@@ -96,6 +96,48 @@ def _micros(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas()
 
 
+@dataclass(frozen=True)
+class Reconciliation:
+    """Counts of a run's manifest against its input snapshot and its tables."""
+
+    batches_committed: int
+    batches_planned: int
+    input_rows: int  # rows of the pinned snapshot
+    manifest_rows_in: int
+    processed: int  # rows_in - late - quarantined
+    late_manifest: int
+    late_table: int
+    quarantined_manifest: int
+    quarantined_table: int
+    output_manifest: int
+    output_table: int
+
+    @property
+    def ok(self) -> bool:
+        return (self.batches_committed == self.batches_planned
+                and self.manifest_rows_in == self.input_rows
+                and self.late_manifest == self.late_table
+                and self.quarantined_manifest == self.quarantined_table
+                and self.output_manifest == self.output_table)
+
+
+def reconcile_run(replay: Replay, run_id: str) -> Reconciliation:
+    """Check input = processed + late + quarantined, and that the tables hold what the manifest
+    says they hold."""
+    info = read_run(replay.warehouse, run_id)
+    m = replay.manifest(run_id).to_pandas()
+    count = {k: replay.storage.read_arrow(replay.warehouse.run_table(run_id, k)).num_rows
+             if replay.storage.exists(replay.warehouse.run_table(run_id, k)) else 0
+             for k in ("output", "late", "quarantine")}
+    rows_in, late, bad = (int(m[c].sum()) for c in ("rows_in", "late", "quarantined"))
+    return Reconciliation(
+        batches_committed=len(m), batches_planned=info.batches + 1,
+        input_rows=sum(f["rows"] for f in info.files), manifest_rows_in=rows_in,
+        processed=rows_in - late - bad, late_manifest=late, late_table=count["late"],
+        quarantined_manifest=bad, quarantined_table=count["quarantine"],
+        output_manifest=int(m["rows_out"].sum()), output_table=count["output"])
+
+
 def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationReport:
     """Recompute the run's query with the reference and diff it against the output table."""
     info = read_run(replay.warehouse, run_id)
@@ -114,20 +156,17 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     events_pdf = events.toPandas().sort_values(SEQ, kind="stable")
     reference_out, reference_late = reference_for(query, recording)(events_pdf)
 
-    tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
+    tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late")}
     output = _micros(replay.storage.read_arrow(tables["output"]))
     keys = [query.key or recording.key, "window_start"]
     diff = diff_frames(output, reference_out, keys)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
-    quarantined = replay.storage.read_arrow(tables["quarantine"]).num_rows
     mismatch = sorted(set(late) ^ set(reference_late))
+    counts = reconcile_run(replay, run_id)
     processed = len(events_pdf) - len(reference_late)
-    reconciles = (int(manifest["rows_in"].sum()) == info.total
-                  and processed + len(late) + quarantined == info.total
-                  and int(manifest["late"].sum()) == len(late)
-                  and int(manifest["quarantined"].sum()) == quarantined)
+    reconciles = counts.ok and processed == counts.processed
     return ValidationReport(run_id=run_id, output_rows=len(output),
                             reference_rows=len(reference_out), diff=diff, late_replay=len(late),
                             late_reference=len(reference_late), late_mismatch=mismatch,
-                            input_rows=info.total, processed=processed, quarantined=quarantined,
-                            reconciles=reconciles)
+                            input_rows=info.total, processed=processed,
+                            quarantined=counts.quarantined_table, reconciles=reconciles)

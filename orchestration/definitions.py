@@ -1,11 +1,36 @@
-"""Dagster entry point (loaded by ``workspace.yaml``).
+"""Dagster entry point (loaded by ``workspace.yaml``): everything is built from the catalog.
 
-A stub for now: the assets, checks, schedules and sensors built from the catalog arrive with the
-orchestration issue. It loads without starting Spark.
+Loading starts no Spark session; resources start it on first use. The catalog directory is
+``REPRISE_CATALOG`` (default: the project's ``schemas/``).
 """
 
 from __future__ import annotations
 
+import os
+
 import dagster as dg
 
-defs = dg.Definitions()
+from engine.catalog import load_catalog
+
+from .assets import build_assets
+from .automation import build_jobs, build_sensor, nightly_schedule
+from .checks import build_checks
+from .resources import PROJECT_ROOT, default_resources
+
+
+def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
+    """Definitions for the catalog at ``catalog_dir``."""
+    catalog_dir = catalog_dir or os.environ.get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))
+    catalog = load_catalog(catalog_dir)
+    assets = build_assets(catalog)
+    replayable = {a.key.path[-1] for a in assets if a.key.path[0] == "replays"}
+    checks = [c for q in catalog.queries.values() if q.name in replayable
+              for c in build_checks(q)]
+    groups = {"recordings"} | {catalog.queries[name].kind for name in replayable}
+    return dg.Definitions(
+        assets=assets, asset_checks=checks, jobs=build_jobs(catalog, groups),
+        schedules=[nightly_schedule()], sensors=[build_sensor(catalog, replayable)],
+        resources=default_resources(catalog_dir), executor=dg.in_process_executor)
+
+
+defs = build_definitions()

@@ -1,0 +1,25 @@
+"""Quantitative regular expressions: combinators, text syntax, reference and incremental engines.
+
+See ``engine/qre/README.md`` for the textual syntax.
+"""
+
+from .build import apply, atom, bottom, choice, combine, eps, iterate, split
+from .derivative import DerivativeEvaluator, DerivativeState
+from .errors import MissingFieldError, QREError, QRESyntaxError, QRETypeError
+from .evaluator import Evaluator, State, evaluate, run
+from .hierarchical import HierarchicalEvaluator, HierarchicalState
+from .reference import reference, reference_multiset, reference_poly
+from .strong import strongly_typed
+from .sugar import any_items, average, count, plus, suffix, total
+from .terms import Term
+from .text import parse
+from .values import UNIT, Outcome
+
+__all__ = [
+    "UNIT", "DerivativeEvaluator", "DerivativeState", "Evaluator", "HierarchicalEvaluator",
+    "HierarchicalState", "MissingFieldError",
+    "Outcome", "QREError", "QRESyntaxError", "QRETypeError", "State", "Term", "any_items",
+    "apply", "atom", "average", "bottom", "choice", "combine", "count", "eps", "evaluate",
+    "iterate", "parse", "plus", "reference", "reference_multiset", "reference_poly", "run",
+    "split", "strongly_typed", "suffix", "total",
+]

@@ -1,0 +1,98 @@
+"""The public combinators: build terms, type-check them and reject ill-formed ones."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import QRETypeError
+from .ops import Op, Pred, as_item_op, as_op, as_pred
+from .terms import Apply, Atom, Bottom, Choice, Combine, Eps, Iter, Split, Term
+from .types import ANY, Type, join, show, type_of
+
+PredLike = str | Callable[[Any], Any] | Pred
+OpLike = str | Callable[..., Any] | Op
+
+
+def _typed(term: Term, kind: Type) -> Term:
+    term.type = kind
+    return term
+
+
+def _check(*terms: Any) -> None:
+    for term in terms:
+        if not isinstance(term, Term):
+            raise QRETypeError(f"expected a query, got {term!r}")
+
+
+def _op_type(op: Op, args: tuple[Type | None, ...], where: str) -> Type:
+    try:
+        return op.result_type(tuple(ANY if a is None else a for a in args))
+    except QRETypeError as err:
+        raise QRETypeError(f"{err} in {where}") from None
+
+
+def bottom() -> Term:
+    """The query that is undefined on every stream."""
+    return _typed(Bottom(), ANY)
+
+
+def eps(c: Any) -> Term:
+    """Maps the empty stream to ``c``."""
+    return _typed(Eps(c), type_of(c))
+
+
+def atom(pred: PredLike, op: OpLike) -> Term:
+    """Matches one item ``d`` with ``pred(d)`` and outputs ``op(d)``."""
+    term = Atom(as_pred(pred), as_item_op(op))
+    return _typed(term, _op_type(term.op, (ANY,), str(term)))
+
+
+def choice(f: Term, g: Term) -> Term:
+    """Nondeterministic choice ``f | g``: both parses count."""
+    _check(f, g)
+    kind = join(f.type or ANY, g.type or ANY)
+    if kind is None:
+        raise QRETypeError(f"the branches of ({f} | {g}) have different types: {f} has type "
+                           f"{show(f.type or ANY)} but {g} has type {show(g.type or ANY)}")
+    return _typed(Choice(f, g), kind)
+
+
+def split(f: Term, g: Term, op: OpLike) -> Term:
+    """``w = u v`` maps to ``op(f(u), g(v))``."""
+    _check(f, g)
+    fn = as_op(op, 2)
+    kind = _op_type(fn, (f.type, g.type), f"split({f}, {g}, {fn})")
+    return _typed(Split(f, g, fn), kind)
+
+
+def iterate(init: Term, body: Term, op: OpLike) -> Term:
+    """``w = u v1..vn``: fold ``op`` over ``body(vi)`` from ``init(u)``; body must reject ε."""
+    _check(init, body)
+    fn = as_op(op, 2)
+    where = f"iter({init}, {body}, {fn})"
+    if body.outs:
+        raise QRETypeError(f"the body {body} of {where} matches the empty stream "
+                           f"(it outputs {list(body.outs)!r} on it); an iteration body must not")
+    result = _op_type(fn, (init.type, body.type), where)
+    kind = join(result, init.type or ANY)
+    if kind is None:
+        raise QRETypeError(f"in {where}: the fold operation returns {show(result)} but the "
+                           f"accumulator {init} has type {show(init.type or ANY)}")
+    return _typed(Iter(init, body, fn), kind)
+
+
+def apply(f: Term, op: OpLike) -> Term:
+    """Post-processes the output: ``op(f(w))``."""
+    _check(f)
+    fn = as_op(op, 1)
+    kind = _op_type(fn, (f.type,), f"apply({f}, {fn})")
+    return _typed(Apply(f, fn), kind)
+
+
+def combine(f: Term, g: Term, op: OpLike) -> Term:
+    """Runs ``f`` and ``g`` on the same stream: ``op(f(w), g(w))``."""
+    _check(f, g)
+    fn = as_op(op, 2)
+    kind = _op_type(fn, (f.type, g.type), f"combine({f}, {g}, {fn})")
+    return _typed(Combine(f, g, fn), kind)

@@ -1,0 +1,29 @@
+"""Exceptions raised by the QRE package."""
+
+from __future__ import annotations
+
+
+class QREError(Exception):
+    """Base class of every error raised by ``engine.qre``."""
+
+
+class QRESyntaxError(QREError):
+    """Malformed text; carries the 1-based ``line`` and ``column`` of the offending token."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(f"line {line}, column {column}: {message}")
+        self.line = line
+        self.column = column
+
+
+class QRETypeError(QREError):
+    """An ill-typed or ill-formed query; the message names the offending sub-expression."""
+
+
+class MissingFieldError(QREError):
+    """An item lacks a field that the query reads; ``field`` names it."""
+
+    def __init__(self, field: str, item: object):
+        super().__init__(f"item is missing field {field!r} read by the query: {item!r}")
+        self.field = field
+        self.item = item

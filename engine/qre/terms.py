@@ -1,0 +1,203 @@
+"""QRE terms (the eight core constructs) with cached E, rate key, size and fields.
+
+Terms are immutable. Each node caches, at construction, ``outs`` = E(node) (the multiset of
+outputs on the empty stream, as a tuple), ``rate`` (an interned structural key of its rate
+that ignores values and ops but keeps predicate identity), ``size`` and the item ``fields``
+read anywhere below it. These constructors do no checking: see ``build`` for the public API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import MissingFieldError
+from .ops import Op, Pred
+from .types import Type
+
+RateTerm = tuple[Any, ...]
+_RATE_IDS: dict[RateTerm, int] = {}
+RATE_TERMS: list[RateTerm] = []
+
+
+def intern_rate(term: RateTerm) -> int:
+    """Hash-cons a rate term whose children are rate ids; returns its id."""
+    rid = _RATE_IDS.get(term)
+    if rid is None:
+        rid = _RATE_IDS[term] = len(RATE_TERMS)
+        RATE_TERMS.append(term)
+    return rid
+
+
+BOT_RATE = intern_rate(("bot",))
+EPS_RATE = intern_rate(("eps",))
+
+
+class Term:
+    """Base class of QRE terms."""
+
+    __slots__ = ("fields", "outs", "rate", "size", "type")
+    outs: tuple[Any, ...]
+    rate: int
+    size: int
+    fields: frozenset[str]
+    type: Type | None
+
+    def children(self) -> tuple[Term, ...]:
+        return ()
+
+    def __or__(self, other: Term) -> Term:
+        from .build import choice
+
+        return choice(self, other)
+
+
+class Bottom(Term):
+    """⊥: undefined everywhere."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self.outs, self.rate, self.size, self.fields, self.type = (), BOT_RATE, 1, frozenset(), None
+
+    def __str__(self) -> str:
+        return "bottom"
+
+
+class Eps(Term):
+    """eps(c): the empty stream maps to c."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.outs, self.rate, self.size = (value,), EPS_RATE, 1
+        self.fields, self.type = frozenset(), None
+
+    def __str__(self) -> str:
+        return f"eps({_value_text(self.value)})"
+
+
+class Atom(Term):
+    """atom(pred, op): one item d with pred(d) maps to op(d)."""
+
+    __slots__ = ("op", "pred")
+
+    def __init__(self, pred: Pred, op: Op):
+        self.pred, self.op = pred, op
+        self.outs, self.size, self.type = (), 2, None
+        self.rate = intern_rate(("pred", pred.key))
+        self.fields = pred.fields | op.fields
+
+    def __str__(self) -> str:
+        return f"atom({self.pred.key}, {self.op})"
+
+
+class Choice(Term):
+    """f | g: nondeterministic choice (multiplicities add)."""
+
+    __slots__ = ("left", "right")
+
+    def __init__(self, left: Term, right: Term):
+        self.left, self.right = left, right
+        self.outs = left.outs + right.outs
+        self.rate = intern_rate(("or", left.rate, right.rate))
+        self.size = 1 + left.size + right.size
+        self.fields, self.type = left.fields | right.fields, None
+
+    def children(self) -> tuple[Term, ...]:
+        return (self.left, self.right)
+
+    def __str__(self) -> str:
+        return f"({self.left} | {self.right})"
+
+
+class Split(Term):
+    """split(f, g, op): w = uv maps to op(f(u), g(v))."""
+
+    __slots__ = ("left", "op", "right")
+
+    def __init__(self, left: Term, right: Term, op: Op):
+        self.left, self.right, self.op = left, right, op
+        self.outs = tuple(op(a, b) for a in left.outs for b in right.outs)
+        self.rate = intern_rate(("cat", left.rate, right.rate))
+        self.size = 1 + left.size + right.size
+        self.fields, self.type = left.fields | right.fields | op.fields, None
+
+    def children(self) -> tuple[Term, ...]:
+        return (self.left, self.right)
+
+    def __str__(self) -> str:
+        return f"split({self.left}, {self.right}, {self.op})"
+
+
+class Iter(Term):
+    """iter(init, body, op): w = u v1..vn maps to the left fold of op from init(u)."""
+
+    __slots__ = ("body", "init", "op")
+
+    def __init__(self, init: Term, body: Term, op: Op):
+        self.init, self.body, self.op = init, body, op
+        self.outs = init.outs
+        self.rate = intern_rate(("cat", init.rate, intern_rate(("star", body.rate))))
+        self.size = 1 + init.size + body.size
+        self.fields, self.type = init.fields | body.fields | op.fields, None
+
+    def children(self) -> tuple[Term, ...]:
+        return (self.init, self.body)
+
+    def __str__(self) -> str:
+        return f"iter({self.init}, {self.body}, {self.op})"
+
+
+class Apply(Term):
+    """op(f): post-process the output of f (also used for partial applications)."""
+
+    __slots__ = ("op", "sub")
+
+    def __init__(self, sub: Term, op: Op):
+        self.sub, self.op = sub, op
+        self.outs = tuple(op(a) for a in sub.outs)
+        self.rate, self.size = sub.rate, 1 + sub.size
+        self.fields, self.type = sub.fields | op.fields, None
+
+    def children(self) -> tuple[Term, ...]:
+        return (self.sub,)
+
+    def __str__(self) -> str:
+        return f"apply({self.sub}, {self.op})"
+
+
+class Combine(Term):
+    """op(f, g): run f and g on the same input and combine the outputs."""
+
+    __slots__ = ("left", "op", "right")
+
+    def __init__(self, left: Term, right: Term, op: Op):
+        self.left, self.right, self.op = left, right, op
+        self.outs = tuple(op(a, b) for a in left.outs for b in right.outs)
+        self.rate = intern_rate(("and", left.rate, right.rate))
+        self.size = 1 + left.size + right.size
+        self.fields, self.type = left.fields | right.fields | op.fields, None
+
+    def children(self) -> tuple[Term, ...]:
+        return (self.left, self.right)
+
+    def __str__(self) -> str:
+        return f"combine({self.left}, {self.right}, {self.op})"
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(_value_text, value)) + ")"
+    return repr(value)
+
+
+def check_item(term: Term, item: Any) -> None:
+    """Raise MissingFieldError if ``item`` lacks a field read by ``term``'s expressions."""
+    for name in term.fields:
+        try:
+            item[name]
+        except (KeyError, TypeError, IndexError):
+            raise MissingFieldError(name, item) from None

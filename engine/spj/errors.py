@@ -1,0 +1,7 @@
+"""The front end's error type."""
+
+from __future__ import annotations
+
+
+class SpjError(ValueError):
+    """A query outside the supported SPJ class, or one that does not fit its schemas."""

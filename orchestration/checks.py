@@ -1,0 +1,93 @@
+"""Asset checks per replay: equals the reference (blocking), data quality (GX), reconciliation."""
+
+
+import json
+
+import dagster as dg
+
+from engine.catalog import QuerySpec
+
+from .assets import replay_key
+from .resources import SparkResource, WarehouseResource
+
+SHOWN = 5
+
+
+def latest_run_id(context: dg.AssetCheckExecutionContext, key: dg.AssetKey) -> str:
+    """The run id recorded by the asset's latest materialization."""
+    event = context.instance.get_latest_materialization_event(key)
+    if event is None or "run_id" not in event.asset_materialization.metadata:
+        raise dg.Failure(f"{key.to_user_string()} has not been materialized yet")
+    return event.asset_materialization.metadata["run_id"].value
+
+
+def _jsonable(row: dict) -> dict:
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+
+
+def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
+    """The three checks of one replay asset."""
+    key = replay_key(query.name)
+
+    @dg.asset_check(asset=key, name="matches_reference", blocking=True,
+                    description="Replay output equals the naive reference over the same input")
+    def matches_reference(context: dg.AssetCheckExecutionContext, spark: SparkResource,
+                          warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        from jobs.validate import validate_run
+
+        replay = warehouse.replay(spark)
+        report = validate_run(replay, replay.catalog, latest_run_id(context, key))
+        d = report.diff
+        mismatches = ([{"kind": "missing", "reference": _jsonable(r)} for r in d.missing]
+                      + [{"kind": "extra", "replay": _jsonable(r)} for r in d.extra]
+                      + [{"kind": "different", "replay": _jsonable(a), "reference": _jsonable(b)}
+                         for a, b in d.different]
+                      + [{"kind": "duplicate", "replay": _jsonable(r)} for r in d.duplicates])
+        return dg.AssetCheckResult(passed=report.ok, metadata={
+            "run_id": report.run_id, "output_rows": report.output_rows,
+            "reference_rows": report.reference_rows, "missing": len(d.missing),
+            "extra": len(d.extra), "different": len(d.different),
+            "duplicates": len(d.duplicates), "late_replay": report.late_replay,
+            "late_reference": report.late_reference,
+            "late_mismatches": len(report.late_mismatch), "tolerance": report.tolerance,
+            "first_mismatches": dg.MetadataValue.json(
+                json.loads(json.dumps(mismatches[:SHOWN], default=str))),
+        })
+
+    @dg.asset_check(asset=key, name="quality",
+                    description="Great Expectations suite of the query file plus schema/non-null")
+    def quality(context: dg.AssetCheckExecutionContext, spark: SparkResource,
+                warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        from engine.registry import operator_for
+        from jobs.quality import build_expectations, run_suite
+
+        replay = warehouse.replay(spark)
+        run_id = latest_run_id(context, key)
+        op = operator_for(query, replay.catalog.recording(query.input))
+        columns = [*op.output_schema.names, "batch"]
+        expectations = build_expectations(query.expectations, columns,
+                                          [op.key, "window_start", "window_end"], query.source)
+        frame = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "output")).to_pandas()
+        suite = run_suite(frame, expectations, name=query.name)
+        return dg.AssetCheckResult(passed=suite.success, metadata={
+            "run_id": run_id, "evaluated": len(suite.results), "failed": len(suite.failed),
+            "results": dg.MetadataValue.json(json.loads(json.dumps(
+                [{"expectation": r.expectation, "column": r.column, "success": r.success,
+                  "unexpected_count": r.unexpected_count, "observed": r.observed}
+                 for r in suite.results], default=str))),
+        })
+
+    @dg.asset_check(asset=key, name="manifest_reconciles",
+                    description="input = processed + late + quarantined; tables match manifest")
+    def manifest_reconciles(context: dg.AssetCheckExecutionContext, spark: SparkResource,
+                            warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        from dataclasses import asdict
+
+        from jobs.validate import reconcile_run
+
+        run_id = latest_run_id(context, key)
+        counts = reconcile_run(warehouse.replay(spark), run_id)
+        return dg.AssetCheckResult(passed=counts.ok, metadata={"run_id": run_id,
+                                                               **asdict(counts)})
+
+    return [matches_reference, quality, manifest_reconciles]
