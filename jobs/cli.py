@@ -203,6 +203,53 @@ def validate(
 
 
 @app.command()
+def analyze(
+    sql: Annotated[str, typer.Argument(help="SELECT ... FROM ... WHERE ... query")],
+    schema: Annotated[list[str], typer.Option(
+        "--schema", help='A stream and its integer attributes, e.g. "S(A,B,C)"; repeat')],
+    timestamp: Annotated[list[str] | None, typer.Option(
+        "--timestamp", help='Application-time attribute of a stream, e.g. "S.ts"; repeat')]
+        = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON")] = False,
+) -> None:
+    """Decide whether an SPJ query runs in bounded memory, and explain the verdict."""
+    import json
+    import re
+
+    from engine.spj import SpjError
+    from engine.spj import analyze as analyze_query
+
+    schemas: dict[str, list[str]] = {}
+    for text in schema:
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(([^)]*)\)\s*", text)
+        if not m:
+            _fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
+        schemas[m.group(1)] = [a.strip() for a in m.group(2).split(",") if a.strip()]
+    stamps = {}
+    for text in timestamp or []:
+        stream, dot, attr = text.partition(".")
+        if not dot or not attr:
+            _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
+        stamps[stream] = attr
+    try:
+        result = analyze_query(sql, schemas, stamps or None)
+    except SpjError as exc:
+        _fail(str(exc))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=1, default=str))
+        return
+    verdict = "[green]bounded[/]" if result.bounded else "[red]unbounded[/]"
+    console.print(f"{verdict} ({result.semantics} semantics, proof: {result.proof})")
+    for v in result.violations:
+        console.print(f"  {v.condition}: {v.explanation}", highlight=False)
+    payload = result.to_json()
+    for label in ("synopsis", "witness"):
+        if label in payload:
+            console.print(f"  {label}: {json.dumps(payload[label], default=str)}",
+                          highlight=False)
+
+
+@app.command()
 def runs(warehouse: Warehouse_ = None) -> None:
     """List the runs in the warehouse."""
     from .warehouse import Warehouse

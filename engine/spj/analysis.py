@@ -35,8 +35,8 @@ class Analysis:
         if self.bounded or self.query.timestamps:
             return None
         consts = self._verdict.spj.constants if self._verdict.spj else ()
-        for f in self._verdict.findings:
-            w = build(self.query, f, consts)
+        for f, v in zip(self._verdict.findings, self._verdict.violations, strict=False):
+            w = build(self.query, f, consts, v.condition)
             if w is not None:
                 return w
         return None

@@ -6,7 +6,7 @@ import itertools
 from dataclasses import replace
 
 from .closure import Closure
-from .lto import Finding, Spj, brute_force, c1_c2
+from .lto import Finding, Spj, c1_c2, derived_ltos, lto_conditions
 from .model import Atom, Attr
 
 
@@ -29,6 +29,10 @@ def order_facts(cl: Closure, xs: tuple[Attr, ...], ks: list[int]) -> list[Atom]:
                 atoms.append(Atom(x, "<", k))
             elif cl.lt(k, x):
                 atoms.append(Atom(k, "<", x))
+            elif cl.le(x, k):  # integer gaps left by <= joins, e.g. 10 = C <= E
+                atoms.append(Atom(x, "<=", k))
+            elif cl.le(k, x):
+                atoms.append(Atom(k, "<=", x))
     return atoms
 
 
@@ -60,7 +64,7 @@ def joined(spj: Spj, cl: Closure) -> tuple[Attr, ...]:
 
 
 def check(spj: Spj, cl: Closure | None = None) -> list[Finding]:
-    """Fig. 2; an empty list means bounded. C3 reports the first violating subquery."""
+    """Fig. 2; an empty list means bounded. Step 4 reports the first violating subquery."""
     cl = cl or spj.closure()
     if not cl.sat or (spj.bag and len(spj.occs) == 1):
         return []
@@ -70,8 +74,11 @@ def check(spj: Spj, cl: Closure | None = None) -> list[Finding]:
         for xs in itertools.combinations(cands, size):
             if len({x.occ for x in xs}) < 2:
                 continue
-            sub = brute_force(subquery(spj, cl, xs))
-            c3s = [f for f in sub if f.condition == "C3"]
-            if c3s:
-                return [*found, lift(spj, cl, c3s[0], xs)]
+            sub = subquery(spj, cl, xs)
+            for lto in derived_ltos(sub):
+                # C2 can also arise inside an LTO when <= joins meet filters (A=B, B<=E<=A)
+                new = [f for f in lto_conditions(sub, lto)
+                       if not (f.condition == "C2" and cl.eq(*f.attrs))]
+                if new:
+                    return [*found, lift(spj, cl, new[0], xs)]
     return found

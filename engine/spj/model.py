@@ -27,7 +27,7 @@ Term = Attr | int
 
 @dataclass(frozen=True)
 class Atom:
-    """``left op right`` with op in ``<``, ``<=`` (attribute pairs only) or ``=``."""
+    """``left op right``, op in ``<``, ``<=``, ``=`` (SQL ``x <= k`` becomes ``x < k+1``)."""
 
     left: Term
     op: str

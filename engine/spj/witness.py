@@ -72,7 +72,7 @@ def states(query: Query, fam: Family) -> int:
     for mask in range(1 << len(fam.items)):
         prefix = fam.prefix(mask)
         before = evaluate(query, _streams(prefix))
-        vec = []
+        vec = [_freeze(before)] if query.aggregate else []  # the held answer is observable
         for probe in fam.probes:
             after = evaluate(query, _streams(prefix + probe))
             if not query.aggregate:
@@ -135,7 +135,8 @@ def _family(query: Query, cl: Closure, stream: str, keys: tuple[Attr, ...],
     return Family(items, probes)
 
 
-def build(query: Query, finding: Finding, consts: tuple[int, ...]) -> Witness | None:
+def build(query: Query, finding: Finding, consts: tuple[int, ...],
+          condition: str) -> Witness | None:
     """Search block/slope templates for the key classes; keep the first that separates N=3."""
     cl = finding.closure
     if cl is None:
@@ -159,6 +160,6 @@ def build(query: Query, finding: Finding, consts: tuple[int, ...]) -> Witness | 
             desc = (f"any subset of N {query.occurrences[stream]} tuples that differ in "
                     f"{', '.join(map(str, keys))}; probe k sends tuple k's partners on the other "
                     "streams, and the answers differ for all 2^N subsets")
-            return Witness(finding.condition, stream, tuple(keys), desc, cl, query,
+            return Witness(condition, stream, tuple(keys), desc, cl, query,
                            template, consts)
     return None

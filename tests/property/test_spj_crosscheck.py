@@ -35,26 +35,13 @@ def random_spj(rng: random.Random) -> Spj:
     return Spj(occs, proj, tuple(atoms), rng.random() < 0.5)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_fig2_agrees_with_brute_force_lto(seed: int) -> None:
     rng = random.Random(seed)
     verdicts = {True: 0, False: 0}
-    for _ in range(400):
+    for _ in range(1000):
         spj = random_spj(rng)
         fast, slow = not check(spj), not brute_force(spj)
         assert fast == slow, (spj, check(spj), brute_force(spj))
         verdicts[fast] += 1
-    assert min(verdicts.values()) > 40  # both verdicts are well represented
-
-
-def test_condition_c3_agrees_on_cross_stream_queries() -> None:
-    rng = random.Random(99)
-    seen_c3 = 0
-    for _ in range(600):
-        spj = random_spj(rng)
-        spj = Spj(spj.occs, (), spj.atoms, spj.bag)  # no projection: only C2/C3 can fail
-        fast = {f.condition for f in check(spj)}
-        slow = {f.condition for f in brute_force(spj)}
-        assert ("C3" in fast) == ("C3" in slow and "C2" not in slow) or "C2" in fast
-        seen_c3 += "C3" in fast
-    assert seen_c3 > 30
+    assert min(verdicts.values()) > 150  # both verdicts are well represented
