@@ -4,6 +4,7 @@ See ``engine/qre/README.md`` for the textual syntax.
 """
 
 from .build import apply, atom, bottom, choice, combine, eps, iterate, split
+from .compiled import CompiledEvaluator, CompiledState
 from .derivative import DerivativeEvaluator, DerivativeState
 from .errors import MissingFieldError, QREError, QRESyntaxError, QRETypeError
 from .evaluator import Evaluator, State, evaluate, run
@@ -16,10 +17,40 @@ from .text import parse
 from .values import UNIT, Outcome
 
 __all__ = [
-    "UNIT", "DerivativeEvaluator", "DerivativeState", "Evaluator", "HierarchicalEvaluator",
-    "HierarchicalState", "MissingFieldError",
-    "Outcome", "QREError", "QRESyntaxError", "QRETypeError", "State", "Term", "any_items",
-    "apply", "atom", "average", "bottom", "choice", "combine", "count", "eps", "evaluate",
-    "iterate", "parse", "plus", "reference", "reference_multiset", "reference_poly", "run",
-    "split", "strongly_typed", "suffix", "total",
+    "UNIT",
+    "CompiledEvaluator",
+    "CompiledState",
+    "DerivativeEvaluator",
+    "DerivativeState",
+    "Evaluator",
+    "HierarchicalEvaluator",
+    "HierarchicalState",
+    "MissingFieldError",
+    "Outcome",
+    "QREError",
+    "QRESyntaxError",
+    "QRETypeError",
+    "State",
+    "Term",
+    "any_items",
+    "apply",
+    "atom",
+    "average",
+    "bottom",
+    "choice",
+    "combine",
+    "count",
+    "eps",
+    "evaluate",
+    "iterate",
+    "parse",
+    "plus",
+    "reference",
+    "reference_multiset",
+    "reference_poly",
+    "run",
+    "split",
+    "strongly_typed",
+    "suffix",
+    "total",
 ]

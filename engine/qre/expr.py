@@ -112,7 +112,6 @@ class ExprParser:
             self.s.expect(")")
             return items[0] if len(items) == 1 else ("tuple", *items)
         self.s.fail("expected an operand", tok)
-        raise AssertionError  # unreachable: fail raises
 
     def _call(self, name: str) -> Tree:
         self.s.expect("(")
@@ -187,11 +186,10 @@ def fields_of(tree: Tree) -> frozenset[str]:
     """Item fields read by ``tree``."""
     if tree[0] == "field":
         return frozenset([tree[1]])
-    out: frozenset[str] = frozenset()
-    for child in tree[1:]:
-        if isinstance(child, tuple) and child and isinstance(child[0], str) and tree[0] != "const":
-            out |= fields_of(child)
-    return out
+    if tree[0] in ("const", "param"):
+        return frozenset()
+    subtrees = (c for c in tree[1:] if isinstance(c, tuple))  # skip operator names and indices
+    return frozenset().union(*(fields_of(c) for c in subtrees))
 
 
 def infer(tree: Tree, params: tuple[Type, ...] = (), names: tuple[str, ...] = ()) -> Type:

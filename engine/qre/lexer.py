@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from .errors import QRESyntaxError
 
@@ -78,7 +79,7 @@ class TokenStream:
             self.fail(f"expected {text!r}")
         return self.next()
 
-    def fail(self, message: str, tok: Token | None = None) -> None:
+    def fail(self, message: str, tok: Token | None = None) -> NoReturn:
         tok = tok or self.peek()
         found = "end of input" if tok.kind == "eof" else repr(tok.text)
         raise QRESyntaxError(f"{message}, found {found}", tok.line, tok.column)

@@ -196,7 +196,6 @@ def op_from_stream(stream: TokenStream, env: dict[str, Op] | None = None) -> Op:
     else:
         stream.fail("expected an operation (a named operation or a lambda such as "
                     "'(a, b) -> a + b')")
-        raise AssertionError  # unreachable
     stream.expect("->")
     body = lambda_body(stream, params)
     return Op(body.text(), len(params), body)

@@ -45,6 +45,19 @@ class Term:
     def children(self) -> tuple[Term, ...]:
         return ()
 
+    def _rate(self) -> int:
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Rate ids are interned per process: never pickle them, recompute them on load.
+        slots = (n for cls in type(self).__mro__ for n in getattr(cls, "__slots__", ()))
+        return {name: getattr(self, name) for name in slots if name != "rate"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.rate = self._rate()
+
     def __or__(self, other: Term) -> Term:
         from .build import choice
 
@@ -58,6 +71,9 @@ class Bottom(Term):
 
     def __init__(self) -> None:
         self.outs, self.rate, self.size, self.fields, self.type = (), BOT_RATE, 1, frozenset(), None
+
+    def _rate(self) -> int:
+        return BOT_RATE
 
     def __str__(self) -> str:
         return "bottom"
@@ -73,6 +89,9 @@ class Eps(Term):
         self.outs, self.rate, self.size = (value,), EPS_RATE, 1
         self.fields, self.type = frozenset(), None
 
+    def _rate(self) -> int:
+        return EPS_RATE
+
     def __str__(self) -> str:
         return f"eps({_value_text(self.value)})"
 
@@ -85,8 +104,11 @@ class Atom(Term):
     def __init__(self, pred: Pred, op: Op):
         self.pred, self.op = pred, op
         self.outs, self.size, self.type = (), 2, None
-        self.rate = intern_rate(("pred", pred.key))
+        self.rate = self._rate()
         self.fields = pred.fields | op.fields
+
+    def _rate(self) -> int:
+        return intern_rate(("pred", self.pred.key))
 
     def __str__(self) -> str:
         return f"atom({self.pred.key}, {self.op})"
@@ -100,9 +122,12 @@ class Choice(Term):
     def __init__(self, left: Term, right: Term):
         self.left, self.right = left, right
         self.outs = left.outs + right.outs
-        self.rate = intern_rate(("or", left.rate, right.rate))
+        self.rate = self._rate()
         self.size = 1 + left.size + right.size
         self.fields, self.type = left.fields | right.fields, None
+
+    def _rate(self) -> int:
+        return intern_rate(("or", self.left.rate, self.right.rate))
 
     def children(self) -> tuple[Term, ...]:
         return (self.left, self.right)
@@ -119,9 +144,12 @@ class Split(Term):
     def __init__(self, left: Term, right: Term, op: Op):
         self.left, self.right, self.op = left, right, op
         self.outs = tuple(op(a, b) for a in left.outs for b in right.outs)
-        self.rate = intern_rate(("cat", left.rate, right.rate))
+        self.rate = self._rate()
         self.size = 1 + left.size + right.size
         self.fields, self.type = left.fields | right.fields | op.fields, None
+
+    def _rate(self) -> int:
+        return intern_rate(("cat", self.left.rate, self.right.rate))
 
     def children(self) -> tuple[Term, ...]:
         return (self.left, self.right)
@@ -138,9 +166,12 @@ class Iter(Term):
     def __init__(self, init: Term, body: Term, op: Op):
         self.init, self.body, self.op = init, body, op
         self.outs = init.outs
-        self.rate = intern_rate(("cat", init.rate, intern_rate(("star", body.rate))))
+        self.rate = self._rate()
         self.size = 1 + init.size + body.size
         self.fields, self.type = init.fields | body.fields | op.fields, None
+
+    def _rate(self) -> int:
+        return intern_rate(("cat", self.init.rate, intern_rate(("star", self.body.rate))))
 
     def children(self) -> tuple[Term, ...]:
         return (self.init, self.body)
@@ -160,6 +191,9 @@ class Apply(Term):
         self.rate, self.size = sub.rate, 1 + sub.size
         self.fields, self.type = sub.fields | op.fields, None
 
+    def _rate(self) -> int:
+        return self.sub.rate
+
     def children(self) -> tuple[Term, ...]:
         return (self.sub,)
 
@@ -175,9 +209,12 @@ class Combine(Term):
     def __init__(self, left: Term, right: Term, op: Op):
         self.left, self.right, self.op = left, right, op
         self.outs = tuple(op(a, b) for a in left.outs for b in right.outs)
-        self.rate = intern_rate(("and", left.rate, right.rate))
+        self.rate = self._rate()
         self.size = 1 + left.size + right.size
         self.fields, self.type = left.fields | right.fields | op.fields, None
+
+    def _rate(self) -> int:
+        return intern_rate(("and", self.left.rate, self.right.rate))
 
     def children(self) -> tuple[Term, ...]:
         return (self.left, self.right)

@@ -110,7 +110,6 @@ class _Parser:
         if word in self.queries:
             return self.queries[word]
         self.s.fail("unknown query name" if word not in _KEYWORDS else "expected a query", tok)
-        raise AssertionError  # unreachable
 
     def _arg(self, kind: str) -> object:
         tok = self.s.peek()

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from engine.qre import (
+    CompiledEvaluator,
     DerivativeEvaluator,
     HierarchicalEvaluator,
     apply,
@@ -27,7 +28,7 @@ from engine.qre import (
     strongly_typed,
 )
 
-PREDS = ["true", "x % 2 == 0", "x % 2 == 1", "x > 1", "x <= 1", "x == 0 or x == 3"]
+PREDS = ["true", "true", "true", "x % 2 == 0", "x % 2 == 1", "x > 1", "x <= 1", "x == 0 or x == 3"]
 ITEM_OPS = ["x", "1", "x * 2", "0"]
 BIN_OPS = ["+", "max", "min", "pi1", "pi2", "(a, b) -> a * 2 - b"]
 UN_OPS = ["id", "v -> v + 1", "v -> -v"]
@@ -40,61 +41,69 @@ def _iterate(init, body, op):
     return iterate(init, body, op)
 
 
-LEAVES = st.one_of(
-    st.builds(atom, st.sampled_from(PREDS), st.sampled_from(ITEM_OPS)),
-    st.builds(eps, st.integers(0, 2)),
-    st.just(bottom()),
-)
+ATOMS = st.builds(atom, st.sampled_from(PREDS), st.sampled_from(ITEM_OPS))
+LEAVES = st.one_of(ATOMS, ATOMS, ATOMS, ATOMS, st.builds(eps, st.integers(0, 2)), st.just(bottom()))
 
 
-def _extend(children):
-    ops = st.sampled_from(BIN_OPS)
-    return st.one_of(
-        st.builds(choice, children, children),
-        st.builds(split, children, children, ops),
-        st.builds(_iterate, children, children, ops),
-        st.builds(apply, children, st.sampled_from(UN_OPS)),
-        st.builds(combine, children, children, ops),
-    )
+@st.composite
+def queries(draw, depth: int = 3):
+    """A random well-typed query: nested constructors down to ``depth``, then leaves."""
+    kind = draw(st.integers(0, 6)) if depth else 0
+    if kind == 0:
+        return draw(LEAVES)
+    left = draw(queries(depth - 1))
+    if kind == 1:
+        return apply(left, draw(st.sampled_from(UN_OPS)))
+    right = draw(queries(depth - 1))
+    if kind == 2:
+        return choice(left, right)
+    op = draw(st.sampled_from(BIN_OPS))
+    if kind == 3:
+        return split(left, right, op)
+    if kind == 4:
+        return combine(left, right, op)
+    return _iterate(left, right, op)
 
 
-QUERIES = st.recursive(LEAVES, _extend, max_leaves=7)
+QUERIES = queries()
 
 
 def streams(max_size: int):
-    return st.lists(st.integers(0, 3).map(lambda v: {"x": v}), max_size=max_size)
+    return st.lists(st.integers(0, 3).map(lambda v: {"x": v}), min_size=max_size // 2,
+                    max_size=max_size)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(QUERIES, streams(5))
 def test_derivative_engine_matches_literal_reference(query, stream):
     assert evaluate(query, stream) == reference(query, stream)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(QUERIES, streams(5))
 def test_poly_reference_matches_literal_reference(query, stream):
     assert reference_poly(query, stream) == reference(query, stream)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(QUERIES, streams(12))
 def test_derivative_engine_matches_poly_reference_on_longer_streams(query, stream):
     assert evaluate(query, stream) == reference_poly(query, stream)
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=400, deadline=None,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(QUERIES, streams(10))
-def test_hierarchical_matches_derivative_on_strongly_typed(query, stream):
+def test_hierarchical_and_compiled_match_derivative_on_strongly_typed(query, stream):
     assume(strongly_typed(query)[0])
     expected = evaluate(query, stream)
     assert run(HierarchicalEvaluator(), query, stream) == expected
+    assert run(CompiledEvaluator(), query, stream) == expected
     assert expected == reference_poly(query, stream)
     assert all(o.kind != "ambiguous" for o in expected)  # Lemma 11
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(QUERIES, streams(8), st.integers(0, 8))
 def test_state_survives_pickling_between_batches(query, stream, cut):
     state = DerivativeEvaluator.start(query)
@@ -108,7 +117,7 @@ def test_state_survives_pickling_between_batches(query, stream, cut):
     assert outputs == evaluate(query, stream)[min(cut, len(stream)):]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(QUERIES, streams(5))
 def test_text_rendering_parses_back_to_an_equivalent_query(query, stream):
     assert evaluate(parse(str(query)), stream) == evaluate(query, stream)
