@@ -8,7 +8,7 @@ import pandas as pd
 
 from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .operator import KeyedOperator
-from .windows import TumblingWindow, parse_window_query, tumbling_reference
+from .windows import SlidingWindow, TumblingWindow, parse_window_query, window_reference
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events).
 Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int]]]
@@ -23,7 +23,9 @@ def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
     """The incremental operator that replays ``query``."""
     if query.kind != "window":
         raise _unsupported(query)
-    return TumblingWindow(parse_window_query(query, recording), name=query.name)
+    spec = parse_window_query(query, recording)
+    kind = SlidingWindow if spec.slide_us is not None else TumblingWindow
+    return kind(spec, name=query.name)
 
 
 def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
@@ -33,7 +35,7 @@ def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
     spec = parse_window_query(query, recording)
 
     def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
-        rows, late = tumbling_reference(events, spec)
+        rows, late = window_reference(events, spec)
         columns = [spec.key, "window_start", "window_end", *(a.name for a in spec.aggregates)]
         return pd.DataFrame(rows, columns=columns), late
 

@@ -1,8 +1,9 @@
 """Window aggregates over event time."""
 
-from .reference import tumbling_reference
+from .reference import window_reference
+from .sliding import SlidingWindow
 from .spec import Aggregate, WindowSpec, parse_window_query
 from .tumbling import TumblingWindow
 
-__all__ = ["Aggregate", "TumblingWindow", "WindowSpec", "parse_window_query",
-           "tumbling_reference"]
+__all__ = ["Aggregate", "SlidingWindow", "TumblingWindow", "WindowSpec", "parse_window_query",
+           "window_reference"]

@@ -1,4 +1,4 @@
-"""Naive reference for tumbling windows: one pass per key over plain Python lists.
+"""Naive reference for tumbling and sliding windows: one pass per key over plain Python lists.
 
 Deliberately the simplest code path (no pandas groupby, no partial merging): the replay's output is
 checked against it.
@@ -14,7 +14,7 @@ from ..operator import SEQ, TIME
 from .spec import WindowSpec
 
 
-def tumbling_reference(events: pd.DataFrame, spec: WindowSpec) -> tuple[list[dict], list[int]]:
+def window_reference(events: pd.DataFrame, spec: WindowSpec) -> tuple[list[dict], list[int]]:
     """All windows of ``events`` (as dict rows) and the arrival sequence numbers of late events."""
     by_key: dict[object, list[tuple[int, int, dict]]] = defaultdict(list)
     for row in events.to_dict("records"):
@@ -29,7 +29,10 @@ def tumbling_reference(events: pd.DataFrame, spec: WindowSpec) -> tuple[list[dic
                 late.append(seq)
                 continue
             max_seen = t if max_seen is None else max(max_seen, t)
-            windows[(key, t - t % spec.size_us)].append(row)
+            start = t - t % spec.slide
+            while start > t - spec.size_us:  # every window [start, start + size) holding t
+                windows[(key, start)].append(row)
+                start -= spec.slide
     rows = []
     for (key, start), members in windows.items():
         out = {spec.key: key, "window_start": start, "window_end": start + spec.size_us}

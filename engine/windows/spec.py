@@ -32,6 +32,11 @@ class WindowSpec:
     aggregates: tuple[Aggregate, ...]
     value_types: dict[str, str]  # aggregated column -> recording type
     key_type: str
+    slide_us: int | None = None  # None: tumbling (slide = size)
+
+    @property
+    def slide(self) -> int:
+        return self.slide_us or self.size_us
 
     @property
     def value_columns(self) -> list[str]:
@@ -45,12 +50,20 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     if not isinstance(body, dict):
         raise CatalogError(src, "query", "expected a mapping with 'window' and 'aggregates'")
     window = body.get("window")
-    if not isinstance(window, dict) or window.get("type") != "tumbling":
+    if not isinstance(window, dict) or window.get("type") not in ("tumbling", "sliding"):
         raise CatalogError(src, "query.window",
-                           f"expected {{type: tumbling, size: <duration>}}, got {window!r}")
+                           "expected {type: tumbling, size: <duration>} or {type: sliding, "
+                           f"size: <duration>, slide: <duration>}}, got {window!r}")
     size = parse_duration_us(window.get("size", ""), source=src, fieldname="query.window.size")
     if size <= 0:
         raise CatalogError(src, "query.window.size", "must be positive")
+    slide = None
+    if window["type"] == "sliding":
+        slide = parse_duration_us(window.get("slide", ""), source=src,
+                                  fieldname="query.window.slide")
+        if slide <= 0 or slide > size:
+            raise CatalogError(src, "query.window.slide",
+                               f"must be positive and at most the size ({size} us), got {slide}")
     aggs = body.get("aggregates")
     if not isinstance(aggs, dict) or not aggs:
         raise CatalogError(src, "query.aggregates",
@@ -82,4 +95,4 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
         parsed.append(Aggregate(name, fn, col))
     return WindowSpec(key=query.key or recording.key, size_us=size, lateness_us=query.lateness_us,
                       aggregates=tuple(parsed), value_types=value_types,
-                      key_type=recording.columns[query.key or recording.key])
+                      key_type=recording.columns[query.key or recording.key], slide_us=slide)

@@ -126,8 +126,20 @@ class TumblingWindow(KeyedOperator):
 
     # -- the operator -------------------------------------------------------------------------
 
+    #: Width of the slices that partial aggregates are kept for (a tumbling window is a slice).
+    @property
+    def slice_us(self) -> int:
+        return self.spec.size_us
+
+    def _close(self, slices: pd.DataFrame, prior: pd.Series, max_t: pd.Series
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(windows emitted now, slices kept): windows close once the watermark reaches them."""
+        watermark = slices[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
+        closed = slices["window_start"].to_numpy(dtype="int64") + self.spec.size_us <= watermark
+        return self._emit(slices[closed]), slices[~closed]
+
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
-        key, lateness, size = self.key, self.spec.lateness_us, self.spec.size_us
+        key, lateness, size = self.key, self.spec.lateness_us, self.slice_us
         if batch.empty:
             return StepResult(state, self._empty_output(), batch.assign(**{REASON: ""}).iloc[:0])
         is_key_row = state["window_start"].to_numpy() == KEY_ROW
@@ -155,8 +167,7 @@ class TumblingWindow(KeyedOperator):
 
         batch_max = events.groupby(key, sort=False)[TIME].max()
         max_t = pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
-        watermark = windows[key].map(max_t).to_numpy(dtype="int64") - lateness
-        closed = windows["window_start"].to_numpy(dtype="int64") + size <= watermark
+        emitted, kept = self._close(windows, prior, max_t)
 
         key_rows = pd.DataFrame({key: max_t.index.to_numpy(), "window_start": KEY_ROW,
                                  "max_t": max_t.to_numpy(dtype="int64"), "rows": 0})
@@ -165,10 +176,10 @@ class TumblingWindow(KeyedOperator):
             key_rows[f"sum_{col}"] = 0
             key_rows[f"min_{col}"] = np.nan
             key_rows[f"max_{col}"] = np.nan
-        new_state = pd.concat([key_rows, windows[~closed]], ignore_index=True)
+        new_state = pd.concat([key_rows, kept], ignore_index=True)
         new_state = new_state[self.state_codec.schema.names]
         late = late.sort_values(SEQ, kind="stable").reset_index(drop=True)
-        return StepResult(new_state, self._emit(windows[closed]), late)
+        return StepResult(new_state, emitted, late)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         return self._emit(state[state["window_start"].to_numpy() != KEY_ROW])

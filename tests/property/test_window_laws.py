@@ -1,5 +1,7 @@
-"""Laws of the tumbling-window operator, in-process (no Spark): engine == reference, batch
-boundaries carry no meaning, state after a shared cut is the same, the codec round-trips."""
+"""Laws of the window operators (tumbling and sliding), in-process (no Spark): engine ==
+reference, batch boundaries carry no meaning, what is emitted after any batch is exactly the
+windows closed by then, state after a shared cut is the same, the codec round-trips, and sliding
+state stays within its slice bound."""
 
 from __future__ import annotations
 
@@ -11,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.operator import SEQ, TIME, run_batches
-from engine.windows import Aggregate, TumblingWindow, WindowSpec, tumbling_reference
+from engine.windows import (
+    Aggregate,
+    SlidingWindow,
+    TumblingWindow,
+    WindowSpec,
+    window_reference,
+)
 
 AGGS = (Aggregate("n", "count", None), Aggregate("n_v", "count", "v"), Aggregate("s", "sum", "v"),
         Aggregate("lo", "min", "v"), Aggregate("hi", "max", "v"), Aggregate("avg", "avg", "v"))
@@ -31,12 +39,17 @@ def streams(draw):
         SEQ: np.arange(n, dtype="int64"),
         "v": pd.Series([np.nan if v is None else float(v) for v in values], dtype="float64"),
     })
-    size = draw(st.sampled_from([1000, 3000, 5000]))
+    size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
+    slide = draw(st.sampled_from([None, *(s for s in (1000, 2000, 3000, 4000) if s <= size)]))
     lateness = draw(st.sampled_from([0, 2000, 4000, 100_000]))
     spec = WindowSpec(key="k", size_us=size, lateness_us=lateness, aggregates=AGGS,
-                      value_types={"v": "int"}, key_type="string")
+                      value_types={"v": "int"}, key_type="string", slide_us=slide)
     plans = [sorted(draw(st.lists(st.integers(0, n), max_size=8))) for _ in range(2)]
     return events, spec, plans
+
+
+def operator(spec: WindowSpec) -> TumblingWindow:
+    return SlidingWindow(spec) if spec.slide_us is not None else TumblingWindow(spec)
 
 
 def split(events: pd.DataFrame, cuts: list[int]) -> list[pd.DataFrame]:
@@ -50,14 +63,14 @@ def canonical(output: pd.DataFrame) -> list[tuple]:
     return sorted(tuple(r) for r in rows)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(streams())
 def test_engine_equals_reference_and_ignores_batch_boundaries(case):
     events, spec, (plan_a, plan_b) = case
-    op = TumblingWindow(spec)
+    op = operator(spec)
     out_a, late_a, state_a, _ = run_batches(op, split(events, plan_a))
     out_b, late_b, state_b, _ = run_batches(op, split(events, plan_b))
-    ref_rows, ref_late = tumbling_reference(events, spec)
+    ref_rows, ref_late = window_reference(events, spec)
     reference = pd.DataFrame(ref_rows, columns=list(op.output_schema.names))
     assert canonical(out_a) == canonical(reference)
     assert canonical(out_a) == canonical(out_b)
@@ -65,11 +78,11 @@ def test_engine_equals_reference_and_ignores_batch_boundaries(case):
     assert op.state_codec.digest(state_a) == op.state_codec.digest(state_b)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(streams())
 def test_state_at_a_shared_cut_is_identical(case):
     events, spec, (plan_a, plan_b) = case
-    op = TumblingWindow(spec)
+    op = operator(spec)
     shared = len(events) // 2
     _, _, _, digests_a = run_batches(op, split(events, sorted({*plan_a, shared})), finish=False)
     _, _, _, digests_b = run_batches(op, split(events, sorted({*plan_b, shared})), finish=False)
@@ -82,7 +95,7 @@ def test_state_at_a_shared_cut_is_identical(case):
 @given(streams())
 def test_state_codec_round_trip_and_empty_batch(case):
     events, spec, _ = case
-    op = TumblingWindow(spec)
+    op = operator(spec)
     half = split(events, [len(events) // 2])
     state = op.step(op.init(), half[0]).state
     restored = op.state_codec.decode(op.state_codec.encode(state))
@@ -111,11 +124,11 @@ def test_late_event_is_reported_with_reason():
 def test_emitted_prefix_is_the_reference_windows_closed_by_the_watermark(case):
     """P3: what has been emitted after any batch is exactly the reference's closed windows."""
     events, spec, (plan, _) = case
-    op = TumblingWindow(spec)
+    op = operator(spec)
     for cut in sorted({*plan, len(events)}):
         prefix = events.iloc[:cut]
         emitted, _, _, _ = run_batches(op, split(prefix, plan_within(plan, cut)), finish=False)
-        rows, _ = tumbling_reference(prefix, spec)
+        rows, _ = window_reference(prefix, spec)
         max_t = prefix.groupby("k")[TIME].max()
         closed = [r for r in rows if r["window_end"] <= max_t[r["k"]] - spec.lateness_us]
         expected = pd.DataFrame(closed, columns=list(op.output_schema.names))
@@ -129,8 +142,38 @@ def plan_within(plan: list[int], cut: int) -> list[int]:
 def test_window_closes_exactly_when_the_watermark_reaches_its_end():
     spec = WindowSpec(key="k", size_us=10, lateness_us=5, aggregates=AGGS[:1],
                       value_types={}, key_type="string")
-    op = TumblingWindow(spec)
+    op = operator(spec)
     first = op.step(op.init(), pd.DataFrame({"k": ["a"], TIME: [100], SEQ: [0]}))
     assert first.output.empty
     second = op.step(first.state, pd.DataFrame({"k": ["a"], TIME: [115], SEQ: [1]}))
     assert second.output["window_end"].tolist() == [110]  # watermark 115 - 5 = 110
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams())
+def test_sliding_state_is_bounded_by_the_window(case):
+    """Slices kept per key never exceed what windows not yet emitted can still need."""
+    events, spec, (plan, _) = case
+    if spec.slide_us is None:
+        return
+    op = SlidingWindow(spec)
+    state = op.init()
+    for batch in split(events, plan):
+        state = op.step(state, batch).state
+        slices = state[state["window_start"] != np.iinfo(np.int64).min]
+        if slices.empty:
+            continue
+        watermark = slices["k"].map(state.groupby("k")["max_t"].max()) - spec.lateness_us
+        # a kept slice lies in a window not yet closed: it starts after watermark - size
+        assert (slices["window_start"] + spec.size_us > watermark - spec.slide).all()
+
+
+def test_sliding_window_example():
+    """Size 3, slide 1: an event at t=5 is in windows [3,6), [4,7), [5,8)."""
+    spec = WindowSpec(key="k", size_us=3, lateness_us=0, aggregates=AGGS[:1], value_types={},
+                      key_type="string", slide_us=1)
+    op = SlidingWindow(spec)
+    events = pd.DataFrame({"k": ["a", "a"], TIME: [5, 6], SEQ: [0, 1]})
+    out, _, _, _ = run_batches(op, [events])
+    rows = sorted(zip(out["window_start"], out["n"], strict=True))
+    assert rows == [(3, 1), (4, 2), (5, 2), (6, 1)]
