@@ -42,6 +42,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.tumbling
+	$(BIN)/python -m benchmarks.sliding
 
 clean:
 	rm -rf warehouse .pytest_cache .ruff_cache

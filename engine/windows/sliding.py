@@ -100,14 +100,34 @@ class SlidingWindow(TumblingWindow):
                 values = np.where(np.isnan(values), fill, values)
             grid = np.full(total + width, fill, dtype=values.dtype if how == "sum" else "float64")
             grid[cell[inside]] = values[inside]
-            view = np.lib.stride_tricks.sliding_window_view(grid, width)
-            parts = [getattr(view[pos[i:i + CHUNK]], how)(axis=1)
-                     for i in range(0, len(pos), CHUNK)]
-            result = np.concatenate(parts) if parts else np.array([], dtype=grid.dtype)
+            result = _window_reduce(grid, pos, width, how)
             if how != "sum":
                 result = np.where(np.isinf(result), np.nan, result)
             out[col] = result
         return out[out["rows"].to_numpy() > 0].reset_index(drop=True)
+
+
+def _window_reduce(grid: np.ndarray, pos: np.ndarray, width: int, how: str) -> np.ndarray:
+    """``how`` (sum, min or max) of ``grid[p : p + width]`` for every ``p`` in ``pos``.
+
+    Integer sums use prefix sums (exact); min and max use the van Herk/Gil-Werman block scans;
+    both cost O(len(grid)) whatever the width. Float sums add each window's cells in order.
+    """
+    if how == "sum" and grid.dtype.kind in "iu":
+        prefix = np.concatenate([[0], np.cumsum(grid)])
+        return prefix[pos + width] - prefix[pos]
+    if how == "sum":
+        view = np.lib.stride_tricks.sliding_window_view(grid, width)
+        parts = [view[pos[i:i + CHUNK]].sum(axis=1) for i in range(0, len(pos), CHUNK)]
+        return np.concatenate(parts) if parts else np.array([], dtype=grid.dtype)
+    combine = np.minimum if how == "min" else np.maximum
+    blocks = -(-len(grid) // width)
+    padded = np.full(blocks * width, np.inf if how == "min" else -np.inf)
+    padded[:len(grid)] = grid
+    shaped = padded.reshape(blocks, width)
+    forward = combine.accumulate(shaped, axis=1).ravel()
+    backward = combine.accumulate(shaped[:, ::-1], axis=1)[:, ::-1].ravel()
+    return combine(backward[pos], forward[pos + width - 1])
 
 
 #: Partial column prefix -> (value of an empty slice, numpy reduction over a window).
