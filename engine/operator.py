@@ -80,6 +80,8 @@ class KeyedOperator(ABC):
     key: str
     state_codec: StateCodec
     output_schema: pa.Schema
+    #: Columns that identify an output row (each is emitted at most once).
+    output_keys: list[str]
 
     @abstractmethod
     def init(self) -> pd.DataFrame:
@@ -116,6 +118,7 @@ def run_batches(op: KeyedOperator, batches: list[pd.DataFrame],
         digests.append(op.state_codec.digest(state))
     if finish:
         outputs.append(op.finish(state))
-    output = pd.concat(outputs, ignore_index=True) if outputs else op.finish(op.init())
+    nonempty = [o for o in outputs if not o.empty]
+    output = pd.concat(nonempty, ignore_index=True) if nonempty else op.finish(op.init())
     late = pd.concat(lates, ignore_index=True) if lates else pd.DataFrame()
     return output, late, state, digests

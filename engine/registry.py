@@ -8,19 +8,25 @@ import pandas as pd
 
 from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .operator import KeyedOperator
+from .qre.stream import QreOperator, parse_qre_query, qre_reference
 from .windows import SlidingWindow, TumblingWindow, parse_window_query, window_reference
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events).
 Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int]]]
 
 
+REPLAYABLE = ("window", "qre")
+
+
 def _unsupported(query: QuerySpec) -> CatalogError:
-    return CatalogError(query.source, "kind",
-                        f"kind {query.kind!r} cannot be replayed yet (supported: window)")
+    return CatalogError(query.source, "kind", f"kind {query.kind!r} cannot be replayed yet "
+                        f"(supported: {', '.join(REPLAYABLE)})")
 
 
 def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
     """The incremental operator that replays ``query``."""
+    if query.kind == "qre":
+        return QreOperator(parse_qre_query(query, recording), name=query.name)
     if query.kind != "window":
         raise _unsupported(query)
     spec = parse_window_query(query, recording)
@@ -30,6 +36,9 @@ def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
 
 def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
     """The naive reference evaluation of ``query`` (events need ``__t`` and ``__seq``)."""
+    if query.kind == "qre":
+        qre = parse_qre_query(query, recording)
+        return lambda events: qre_reference(events, qre)
     if query.kind != "window":
         raise _unsupported(query)
     spec = parse_window_query(query, recording)

@@ -117,6 +117,12 @@ def _load_state(plan: StepPlan, bucket: int) -> pd.DataFrame:
     return codec.decode(pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files))
 
 
+def _seen(batch: int, bucket: int, rows: int) -> dict:
+    """The ``input`` row a worker reports: how many events of the batch it stepped."""
+    return {"batch": batch, "kind": "input", "bucket": bucket, "path": "", "size": 0,
+            "rows": rows, "stats": ""}
+
+
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
     """The worker side: step one bucket of keys through the plan's batches."""
     op = plan.op
@@ -124,7 +130,7 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
     rows: list[dict | None] = []
     if plan.finish:
         ((batch, _, _),) = plan.batches
-        rows.append({"batch": batch, "kind": "input", "bucket": bucket, "rows": 0})
+        rows.append(_seen(batch, bucket, 0))
         rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket))
         return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
     good, bad = _quarantine(events.drop(columns=[BUCKET]), plan)
@@ -138,8 +144,7 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
         result = op.step(state, batch_good)
         state = result.state
         rows += [
-            {"batch": batch, "kind": "input", "bucket": bucket,
-             "rows": len(batch_good) + len(batch_bad)},
+            _seen(batch, bucket, len(batch_good) + len(batch_bad)),
             _write(plan, batch, "output", result.output.assign(batch=batch), bucket),
             _write(plan, batch, "late", event_rows(result.late, plan), bucket),
             _write(plan, batch, "quarantine", event_rows(batch_bad, plan), bucket),

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from engine.catalog import Catalog
 from engine.operator import SEQ, TIME
-from engine.registry import reference_for
+from engine.registry import operator_for, reference_for
 
 from .replay import Replay, ReplayError, read_run, sequenced
 
@@ -151,15 +151,14 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     time_column = query.time or recording.time
     events = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
                        info.total, time_column)
-    events = events.drop(time_column).where(F.col(TIME).isNotNull() &
-                                           F.col(query.key or recording.key).isNotNull())
+    events = events.where(F.col(TIME).isNotNull() &
+                          F.col(query.key or recording.key).isNotNull())
     events_pdf = events.toPandas().sort_values(SEQ, kind="stable")
     reference_out, reference_late = reference_for(query, recording)(events_pdf)
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late")}
     output = _micros(replay.storage.read_arrow(tables["output"]))
-    keys = [query.key or recording.key, "window_start"]
-    diff = diff_frames(output, reference_out, keys)
+    diff = diff_frames(output, reference_out, operator_for(query, recording).output_keys)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
     mismatch = sorted(set(late) ^ set(reference_late))
     counts = reconcile_run(replay, run_id)

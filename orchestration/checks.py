@@ -65,8 +65,8 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
         run_id = latest_run_id(context, key)
         op = operator_for(query, replay.catalog.recording(query.input))
         columns = [*op.output_schema.names, "batch"]
-        expectations = build_expectations(query.expectations, columns,
-                                          [op.key, "window_start", "window_end"], query.source)
+        expectations = build_expectations(query.expectations, columns, op.output_keys,
+                                          query.source)
         frame = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "output")).to_pandas()
         suite = run_suite(frame, expectations, name=query.name)
         return dg.AssetCheckResult(passed=suite.success, metadata={

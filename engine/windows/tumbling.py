@@ -63,6 +63,7 @@ class TumblingWindow(KeyedOperator):
                 typ = pa.float64()
             out.append(pa.field(agg.name, typ))
         self.output_schema = pa.schema(out)
+        self.output_keys = [self.key, "window_start"]
 
     def _sum_type(self, col: str | None) -> pa.DataType:
         return pa.int64() if self.spec.value_types.get(col) == "int" else pa.float64()

@@ -27,12 +27,23 @@ query:
 """
 
 
+QRE_QUERY = """\
+name: ev_q
+kind: qre
+input: ev
+lateness: 3s
+output: every
+query: "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)"
+"""
+
+
 def small_catalog(root: Path):
-    """A catalog with one recording ``ev`` and one tumbling-window query ``ev_w``."""
+    """A catalog with one recording ``ev``, a tumbling-window query ``ev_w`` and a QRE ``ev_q``."""
     (root / "recordings").mkdir(parents=True, exist_ok=True)
     (root / "queries").mkdir(parents=True, exist_ok=True)
     (root / "recordings" / "ev.yaml").write_text(RECORDING)
     (root / "queries" / "ev_w.yaml").write_text(QUERY)
+    (root / "queries" / "ev_q.yaml").write_text(QRE_QUERY)
     return load_catalog(root)
 
 

@@ -32,11 +32,11 @@ def state_at(replay: Replay, run_id: str, batch: int) -> pd.DataFrame:
     return frame.sort_values(list(frame.columns)).reset_index(drop=True)
 
 
-def make_replay(spark, storage, n: int, commits: int, seed: int) -> Replay:
+def make_replay(spark, storage, n: int, commits: int, seed: int, nulls: bool = True) -> Replay:
     root = Path(tempfile.mkdtemp(prefix="reprise-replay-"))
     catalog = small_catalog(root / "schemas")
     warehouse = Warehouse(root / "warehouse")
-    table = events_table(np.random.default_rng(seed), n)
+    table = events_table(np.random.default_rng(seed), n, nulls=nulls)
     write_commits(storage, warehouse.recording("ev"), table, commits)
     return Replay(spark, storage, warehouse, catalog)
 
@@ -136,3 +136,15 @@ def test_batches_per_job_does_not_change_the_result(spark, storage):
     assert outputs[0] == outputs[1] == outputs[2]
     pd.testing.assert_frame_equal(manifests[0], manifests[1])
     pd.testing.assert_frame_equal(manifests[0], manifests[2])
+
+
+def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
+    replay = make_replay(spark, storage, n=150, commits=3, seed=9, nulls=False)
+    results = []
+    for plan in ("rows:7", "commit", "cuts:0,0,40,41,149"):
+        info = replay.prepare("ev_q", plan=plan, run_id=f"q-{plan.replace(':', '')}")
+        replay.run(info)
+        report = validate_run(replay, replay.catalog, info.run_id)
+        assert report.ok, (report.diff, report.late_mismatch)
+        results.append(output_rows(replay, info.run_id))
+    assert results[0] == results[1] == results[2] and results[0]

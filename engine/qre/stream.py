@@ -1,0 +1,244 @@
+"""QREs as a keyed stream operator: per key, events in event-time order, with allowed lateness.
+
+Per key, an event below the watermark (max event time seen in arrival order minus lateness) is
+late and goes to the late table. Other events wait in a buffer until the watermark reaches them;
+they are then fed to the evaluator in (event time, arrival) order, so the output does not depend on
+arrival disorder within the lateness or on batch boundaries. Output modes: ``every`` (a row for each
+event after which the output is a value), ``changes`` (only when that value changes), ``final`` (the
+value at the end of the input). Items are the recording's columns; timestamp columns are given to
+the query as microseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass
+
+import pandas as pd
+import pyarrow as pa
+
+from ..catalog import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
+from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
+from .compiled import CompiledEvaluator
+from .derivative import DerivativeEvaluator
+from .errors import QREError
+from .evaluator import evaluate
+from .strong import strongly_typed
+from .terms import Term
+from .text import parse
+
+OUTPUT_MODES = ("every", "changes", "final")
+NO_TIME = -(2**62)
+#: Watermark of ``finish``: every buffered event is released.
+END_OF_INPUT = 2**62
+
+
+@dataclass(frozen=True)
+class QreSpec:
+    """A per-key QRE query of the catalog."""
+
+    key: str
+    key_type: str
+    lateness_us: int
+    text: str
+    output: str
+    timestamp_columns: tuple[str, ...]
+    fields: tuple[str, ...]
+
+
+def parse_qre_query(query: QuerySpec, recording: RecordingSpec) -> QreSpec:
+    """Check the ``query`` text and ``output`` mode of a ``kind: qre`` query."""
+    if not isinstance(query.query, str):
+        raise CatalogError(query.source, "query", "expected the QRE text (see engine/qre/README)")
+    try:
+        parse(query.query)
+    except QREError as exc:
+        raise CatalogError(query.source, "query", str(exc)) from exc
+    output = query.output or "every"
+    if output not in OUTPUT_MODES:
+        raise CatalogError(query.source, "output",
+                           f"expected one of {', '.join(OUTPUT_MODES)}, got {output!r}")
+    key = query.key or recording.key
+    return QreSpec(key=key, key_type=recording.columns[key], lateness_us=query.lateness_us,
+                   text=query.query, output=output,
+                   timestamp_columns=tuple(c for c, t in recording.columns.items()
+                                           if t == "timestamp"),
+                   fields=tuple(recording.columns))
+
+
+def _value(outcome) -> float | None:
+    v = outcome.value
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _dump_pending(pending: list) -> str:
+    """Buffered events as canonical JSON (equal buffers give equal bytes)."""
+    return json.dumps(sorted(pending, key=lambda p: (p[0], p[1])), sort_keys=True,
+                      default=str)
+
+
+def _row(key_column: str, key, t: int, seq: int, outcome) -> dict:
+    return {key_column: key, "event_time": t, "arrival_seq": seq, "value": _value(outcome),
+            "value_json": json.dumps(outcome.value, default=str)}
+
+
+def _items(events: pd.DataFrame, spec: QreSpec) -> list[dict]:
+    """Events as plain-Python dicts (JSON-able; NaN and NaT become None)."""
+    columns = {}
+    for col in (f for f in spec.fields if f in events):
+        values = events[col]
+        if col in spec.timestamp_columns and pd.api.types.is_datetime64_any_dtype(values):
+            values = pd.to_datetime(values, utc=True).astype("int64") // 1000
+            values = values.where(events[col].notna())
+        columns[col] = [None if pd.isna(v) else v for v in values.tolist()]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)] \
+        if columns else [{} for _ in range(len(events))]
+
+
+class QreOperator(KeyedOperator):
+    """The keyed QRE operator (see module docstring)."""
+
+    version = "1"
+
+    def __init__(self, spec: QreSpec, name: str = "qre"):
+        self.spec, self.name, self.key = spec, name, spec.key
+        self.term: Term = parse(spec.text)
+        strong, _ = strongly_typed(self.term)
+        self.engine = CompiledEvaluator() if strong else DerivativeEvaluator
+        key_type = COLUMN_TYPES[spec.key_type]
+        self.state_codec = StateCodec(pa.schema([
+            (self.key, key_type), ("max_t", pa.int64()), ("evaluator", pa.binary()),
+            ("pending", pa.string()), ("last", pa.string())]), [self.key])
+        self.output_schema = pa.schema([
+            (self.key, key_type), ("event_time", COLUMN_TYPES["timestamp"]),
+            ("arrival_seq", pa.int64()), ("value", pa.float64()), ("value_json", pa.string())])
+        self.output_keys = [self.key] if spec.output == "final" else [self.key, "arrival_seq"]
+
+    def init(self) -> pd.DataFrame:
+        return self.state_codec.schema.empty_table().to_pandas()
+
+    def _emit(self, key, t: int, seq: int, outcome, last: str | None
+              ) -> tuple[dict | None, str | None]:
+        if outcome.kind != "value":
+            return None, last
+        row = _row(self.key, key, t, seq, outcome)
+        if self.spec.output == "changes" and row["value_json"] == last:
+            return None, last
+        return row, row["value_json"]
+
+    def _release(self, key, row: dict, watermark: int) -> list[dict]:
+        pending = json.loads(row["pending"])
+        ready = sorted((p for p in pending if p[0] <= watermark), key=lambda p: (p[0], p[1]))
+        if not ready:
+            return []
+        row["pending"] = _dump_pending([p for p in pending if p[0] > watermark])
+        ev = (pickle.loads(row["evaluator"]) if row["evaluator"] is not None
+              else self.engine.start(self.term))
+        out, last = [], row["last"]
+        for t, seq, item in ready:
+            ev = ev.step(item)
+            if self.spec.output != "final":
+                emitted, last = self._emit(key, t, seq, ev.output(), last)
+                if emitted:
+                    out.append(emitted)
+            else:
+                last = json.dumps([t, seq], default=str)
+        row["evaluator"], row["last"] = pickle.dumps(ev), last
+        return out
+
+    def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
+        lateness = self.spec.lateness_us
+        rows = {r[self.key]: r for r in state.to_dict("records")}
+        outputs, late_idx, reasons = [], [], []
+        events = batch.sort_values([self.key, SEQ], kind="stable")
+        items = _items(events, self.spec)
+        times = events[TIME].to_numpy(dtype="int64")
+        seqs = events[SEQ].to_numpy(dtype="int64")
+        keys = events[self.key].to_numpy()
+        start = 0
+        while start < len(events):
+            stop = start
+            while stop < len(events) and keys[stop] == keys[start]:
+                stop += 1
+            key = keys[start]
+            row = rows.get(key) or {self.key: key, "max_t": NO_TIME, "evaluator": None,
+                                    "pending": "[]", "last": None}
+            pending = json.loads(row["pending"])
+            max_t = int(row["max_t"])
+            for i in range(start, stop):
+                t = int(times[i])
+                if max_t != NO_TIME and t < max_t - lateness:
+                    late_idx.append(i)
+                    reasons.append(f"event time {t} us is below the key's watermark "
+                                   f"{max_t - lateness} us (max event time {max_t} us minus "
+                                   f"lateness {lateness} us)")
+                    continue
+                pending.append((t, int(seqs[i]), items[i]))
+                max_t = max(max_t, t)
+            row["pending"], row["max_t"] = _dump_pending(pending), max_t
+            outputs += self._release(key, row, max_t - lateness)
+            rows[key] = row
+            start = stop
+        late = events.iloc[late_idx].copy()
+        late[REASON] = reasons
+        new_state = pd.DataFrame(list(rows.values()), columns=self.state_codec.schema.names)
+        return StepResult(new_state, self._frame(outputs), late.reset_index(drop=True))
+
+    def finish(self, state: pd.DataFrame) -> pd.DataFrame:
+        outputs = []
+        for row in state.to_dict("records"):
+            outputs += self._release(row[self.key], row, END_OF_INPUT)
+            if self.spec.output == "final" and row["evaluator"] is not None:
+                t, seq = json.loads(row["last"])
+                emitted, _ = self._emit(row[self.key], t, seq,
+                                        pickle.loads(row["evaluator"]).output(), None)
+                if emitted:
+                    outputs.append(emitted)
+        return self._frame(outputs)
+
+    def _frame(self, rows: list[dict]) -> pd.DataFrame:
+        frame = pd.DataFrame(rows, columns=self.output_schema.names)
+        return frame.sort_values(self.output_keys, kind="stable").reset_index(drop=True)
+
+
+def qre_reference(events: pd.DataFrame, spec: QreSpec) -> tuple[pd.DataFrame, list[int]]:
+    """Per key: late events by the arrival-order rule, then the derivative evaluator from scratch
+    over the on-time events in (event time, arrival) order, projected by the output mode."""
+    term = parse(spec.text)
+    items = _items(events, spec)
+    rows, late = [], []
+    by_key: dict[object, list] = {}
+    for i, (key, t, seq) in enumerate(zip(events[spec.key], events[TIME], events[SEQ],
+                                          strict=True)):
+        by_key.setdefault(key, []).append((int(seq), int(t), items[i]))
+    for key, evs in by_key.items():
+        evs.sort()
+        on_time, max_t = [], None
+        for seq, t, item in evs:
+            if max_t is not None and t < max_t - spec.lateness_us:
+                late.append(seq)
+                continue
+            max_t = t if max_t is None else max(max_t, t)
+            on_time.append((t, seq, item))
+        on_time.sort(key=lambda e: (e[0], e[1]))
+        outcomes = evaluate(term, [e[2] for e in on_time])[1:]
+        if spec.output == "final":
+            if on_time and outcomes[-1].kind == "value":
+                t, seq, _ = on_time[-1]
+                rows.append(_row(spec.key, key, t, seq, outcomes[-1]))
+            continue
+        previous = None
+        for (t, seq, _), outcome in zip(on_time, outcomes, strict=True):
+            if outcome.kind != "value":
+                continue
+            row = _row(spec.key, key, t, seq, outcome)
+            if spec.output == "changes" and row["value_json"] == previous:
+                continue
+            previous = row["value_json"]
+            rows.append(row)
+    columns = [spec.key, "event_time", "arrival_seq", "value", "value_json"]
+    return pd.DataFrame(rows, columns=columns), sorted(late)
+
+
+__all__ = ["OUTPUT_MODES", "QreOperator", "QreSpec", "parse_qre_query", "qre_reference"]
