@@ -136,10 +136,13 @@ class Choice(Term):
         return f"({self.left} | {self.right})"
 
 
-class Split(Term):
-    """split(f, g, op): w = uv maps to op(f(u), g(v))."""
+class _Binary(Term):
+    """A term running two sub-terms and joining their outputs with an operation."""
 
     __slots__ = ("left", "op", "right")
+    #: Rate constructor tag and printed name of the concrete term.
+    tag = ""
+    name = ""
 
     def __init__(self, left: Term, right: Term, op: Op):
         self.left, self.right, self.op = left, right, op
@@ -149,13 +152,20 @@ class Split(Term):
         self.fields, self.type = left.fields | right.fields | op.fields, None
 
     def _rate(self) -> int:
-        return intern_rate(("cat", self.left.rate, self.right.rate))
+        return intern_rate((self.tag, self.left.rate, self.right.rate))
 
     def children(self) -> tuple[Term, ...]:
         return (self.left, self.right)
 
     def __str__(self) -> str:
-        return f"split({self.left}, {self.right}, {self.op})"
+        return f"{self.name}({self.left}, {self.right}, {self.op})"
+
+
+class Split(_Binary):
+    """split(f, g, op): w = uv maps to op(f(u), g(v))."""
+
+    __slots__ = ()
+    tag, name = "cat", "split"
 
 
 class Iter(Term):
@@ -201,26 +211,11 @@ class Apply(Term):
         return f"apply({self.sub}, {self.op})"
 
 
-class Combine(Term):
+class Combine(_Binary):
     """op(f, g): run f and g on the same input and combine the outputs."""
 
-    __slots__ = ("left", "op", "right")
-
-    def __init__(self, left: Term, right: Term, op: Op):
-        self.left, self.right, self.op = left, right, op
-        self.outs = tuple(op(a, b) for a in left.outs for b in right.outs)
-        self.rate = self._rate()
-        self.size = 1 + left.size + right.size
-        self.fields, self.type = left.fields | right.fields | op.fields, None
-
-    def _rate(self) -> int:
-        return intern_rate(("and", self.left.rate, self.right.rate))
-
-    def children(self) -> tuple[Term, ...]:
-        return (self.left, self.right)
-
-    def __str__(self) -> str:
-        return f"combine({self.left}, {self.right}, {self.op})"
+    __slots__ = ()
+    tag, name = "and", "combine"
 
 
 def _value_text(value: Any) -> str:
