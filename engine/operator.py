@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -25,11 +25,13 @@ REASON = "reason"
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one step returns: the next state, the emitted output and the late events."""
+    """What one step returns: the next state, the emitted output, the late events, and the
+    events the operator cannot use (with a ``reason``; they go to the quarantine table)."""
 
     state: pd.DataFrame
     output: pd.DataFrame
     late: pd.DataFrame
+    rejected: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 class StateCodec:

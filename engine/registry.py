@@ -11,8 +11,9 @@ from .operator import KeyedOperator
 from .qre.stream import QreOperator, parse_qre_query, qre_reference
 from .windows import SlidingWindow, TumblingWindow, parse_window_query, window_reference
 
-#: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events).
-Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int]]]
+#: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
+#: arrival sequence numbers of events the query cannot use).
+Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int], list[int]]]
 
 
 REPLAYABLE = ("window", "qre")
@@ -46,6 +47,6 @@ def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
     def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
         rows, late = window_reference(events, spec)
         columns = [spec.key, "window_start", "window_end", *(a.name for a in spec.aggregates)]
-        return pd.DataFrame(rows, columns=columns), late
+        return pd.DataFrame(rows, columns=columns), late, []
 
     return run

@@ -195,7 +195,8 @@ def validate(
     for got, ref in d.different[:show]:
         console.print(f"different: replay {got}\n           reference {ref}", highlight=False)
     if report.late_mismatch:
-        console.print(f"late events that differ (arrival seq): {report.late_mismatch[:show]}")
+        console.print("late or quarantined events that differ (arrival seq): "
+                      f"{report.late_mismatch[:show]}")
     if not report.ok:
         err.print("[bold red]validation failed[/]")
         raise typer.Exit(code=1)

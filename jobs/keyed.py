@@ -147,7 +147,9 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
             _seen(batch, bucket, len(batch_good) + len(batch_bad)),
             _write(plan, batch, "output", result.output.assign(batch=batch), bucket),
             _write(plan, batch, "late", event_rows(result.late, plan), bucket),
-            _write(plan, batch, "quarantine", event_rows(batch_bad, plan), bucket),
+            _write(plan, batch, "quarantine", event_rows(
+                pd.concat([batch_bad, result.rejected]) if not result.rejected.empty
+                else batch_bad, plan), bucket),
             _write(plan, batch, "state", result.state, bucket),
         ]
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)

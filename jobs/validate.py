@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import functions as F
 
 from engine.catalog import Catalog
 from engine.operator import SEQ, TIME
@@ -44,7 +43,7 @@ class ValidationReport:
     diff: Diff
     late_replay: int
     late_reference: int
-    late_mismatch: list[int]
+    late_mismatch: list[int]  # arrival seqs late or quarantined in one and not the other
     input_rows: int
     processed: int
     quarantined: int
@@ -149,23 +148,29 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     query = catalog.query(info.query)
     recording = catalog.recording(info.recording)
     time_column = query.time or recording.time
-    events = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
-                       info.total, time_column)
-    events = events.where(F.col(TIME).isNotNull() &
-                          F.col(query.key or recording.key).isNotNull())
-    events_pdf = events.toPandas().sort_values(SEQ, kind="stable")
-    reference_out, reference_late = reference_for(query, recording)(events_pdf)
+    key = query.key or recording.key
+    events_all = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
+                           info.total, time_column).toPandas().sort_values(SEQ, kind="stable")
+    unplaceable = events_all[SEQ][events_all[key].isna() | events_all[TIME].isna()]
+    events_pdf = events_all.drop(unplaceable.index)
+    events_pdf[TIME] = events_pdf[TIME].astype("int64")
+    reference_out, reference_late, reference_rejected = reference_for(query, recording)(
+        events_pdf)
 
-    tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late")}
+    tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
     output = _micros(replay.storage.read_arrow(tables["output"]))
     diff = diff_frames(output, reference_out, operator_for(query, recording).output_keys)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
     mismatch = sorted(set(late) ^ set(reference_late))
+    quarantined = replay.storage.read_arrow(tables["quarantine"]).column(
+        "arrival_seq").to_pylist()
+    quarantine_mismatch = sorted(set(quarantined) ^ {*unplaceable.tolist(), *reference_rejected})
     counts = reconcile_run(replay, run_id)
-    processed = len(events_pdf) - len(reference_late)
+    processed = len(events_pdf) - len(reference_late) - len(reference_rejected)
     reconciles = counts.ok and processed == counts.processed
     return ValidationReport(run_id=run_id, output_rows=len(output),
                             reference_rows=len(reference_out), diff=diff, late_replay=len(late),
-                            late_reference=len(reference_late), late_mismatch=mismatch,
+                            late_reference=len(reference_late),
+                            late_mismatch=mismatch + quarantine_mismatch,
                             input_rows=info.total, processed=processed,
                             quarantined=counts.quarantined_table, reconciles=reconciles)

@@ -1,12 +1,14 @@
 """QREs as a keyed stream operator: per key, events in event-time order, with allowed lateness.
 
-Per key, an event below the watermark (max event time seen in arrival order minus lateness) is
-late and goes to the late table. Other events wait in a buffer until the watermark reaches them;
-they are then fed to the evaluator in (event time, arrival) order, so the output does not depend on
-arrival disorder within the lateness or on batch boundaries. Output modes: ``every`` (a row for each
-event after which the output is a value), ``changes`` (only when that value changes), ``final`` (the
-value at the end of the input). Items are the recording's columns; timestamp columns are given to
-the query as microseconds since the epoch.
+An event that lacks a field the query reads, or has it null, is rejected with a reason (it goes
+to the quarantine table) before it can move the watermark. Per key, an event below the watermark
+(max event time seen in arrival order minus lateness) is late and goes to the late table. Other
+events wait in a buffer until the watermark reaches them; they are then fed to the evaluator in
+(event time, arrival) order, so the output does not depend on arrival disorder within the lateness
+or on batch boundaries. Output modes: ``every`` (a row for each event after which the output is a
+value), ``changes`` (only when that value changes), ``final`` (the value at the end of the input).
+Items are the recording's columns; timestamp columns are given to the query as microseconds since
+the epoch.
 """
 
 from __future__ import annotations
@@ -76,6 +78,15 @@ def _dump_pending(pending: list) -> str:
     """Buffered events as canonical JSON (equal buffers give equal bytes)."""
     return json.dumps(sorted(pending, key=lambda p: (p[0], p[1])), sort_keys=True,
                       default=str)
+
+
+def rejection(fields: frozenset[str], item: dict) -> str | None:
+    """Why the query cannot read ``item`` (a field it reads is missing or null), else None."""
+    missing = sorted(f for f in fields if item.get(f) is None)
+    if not missing:
+        return None
+    return "the query reads " + ", ".join(f"{f!r}" for f in missing) + " but the event has " + (
+        "no value for it" if len(missing) == 1 else "no values for them")
 
 
 def _row(key_column: str, key, t: int, seq: int, outcome) -> dict:
@@ -150,7 +161,7 @@ class QreOperator(KeyedOperator):
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         lateness = self.spec.lateness_us
         rows = {r[self.key]: r for r in state.to_dict("records")}
-        outputs, late_idx, reasons = [], [], []
+        outputs, late_idx, reasons, bad_idx, bad_reasons = [], [], [], [], []
         events = batch.sort_values([self.key, SEQ], kind="stable")
         items = _items(events, self.spec)
         times = events[TIME].to_numpy(dtype="int64")
@@ -168,6 +179,11 @@ class QreOperator(KeyedOperator):
             max_t = int(row["max_t"])
             for i in range(start, stop):
                 t = int(times[i])
+                why = rejection(self.term.fields, items[i])
+                if why:
+                    bad_idx.append(i)
+                    bad_reasons.append(why)
+                    continue
                 if max_t != NO_TIME and t < max_t - lateness:
                     late_idx.append(i)
                     reasons.append(f"event time {t} us is below the key's watermark "
@@ -182,8 +198,11 @@ class QreOperator(KeyedOperator):
             start = stop
         late = events.iloc[late_idx].copy()
         late[REASON] = reasons
+        rejected = events.iloc[bad_idx].copy()
+        rejected[REASON] = bad_reasons
         new_state = pd.DataFrame(list(rows.values()), columns=self.state_codec.schema.names)
-        return StepResult(new_state, self._frame(outputs), late.reset_index(drop=True))
+        return StepResult(new_state, self._frame(outputs), late.reset_index(drop=True),
+                          rejected.reset_index(drop=True))
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         outputs = []
@@ -202,12 +221,14 @@ class QreOperator(KeyedOperator):
         return frame.sort_values(self.output_keys, kind="stable").reset_index(drop=True)
 
 
-def qre_reference(events: pd.DataFrame, spec: QreSpec) -> tuple[pd.DataFrame, list[int]]:
-    """Per key: late events by the arrival-order rule, then the derivative evaluator from scratch
-    over the on-time events in (event time, arrival) order, projected by the output mode."""
+def qre_reference(events: pd.DataFrame, spec: QreSpec
+                  ) -> tuple[pd.DataFrame, list[int], list[int]]:
+    """Per key: rejected and late events by the arrival-order rule, then the derivative evaluator
+    from scratch over the on-time events in (event time, arrival) order, projected by the output
+    mode. Returns (output, late arrival seqs, rejected arrival seqs)."""
     term = parse(spec.text)
     items = _items(events, spec)
-    rows, late = [], []
+    rows, late, rejected = [], [], []
     by_key: dict[object, list] = {}
     for i, (key, t, seq) in enumerate(zip(events[spec.key], events[TIME], events[SEQ],
                                           strict=True)):
@@ -216,6 +237,9 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec) -> tuple[pd.DataFrame, li
         evs.sort()
         on_time, max_t = [], None
         for seq, t, item in evs:
+            if rejection(term.fields, item):
+                rejected.append(seq)
+                continue
             if max_t is not None and t < max_t - spec.lateness_us:
                 late.append(seq)
                 continue
@@ -238,7 +262,8 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec) -> tuple[pd.DataFrame, li
             previous = row["value_json"]
             rows.append(row)
     columns = [spec.key, "event_time", "arrival_seq", "value", "value_json"]
-    return pd.DataFrame(rows, columns=columns), sorted(late)
+    return pd.DataFrame(rows, columns=columns), sorted(late), sorted(rejected)
 
 
-__all__ = ["OUTPUT_MODES", "QreOperator", "QreSpec", "parse_qre_query", "qre_reference"]
+__all__ = ["OUTPUT_MODES", "QreOperator", "QreSpec", "parse_qre_query", "qre_reference",
+           "rejection"]

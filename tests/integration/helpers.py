@@ -47,23 +47,20 @@ def small_catalog(root: Path):
     return load_catalog(root)
 
 
-def events_table(rng: np.random.Generator, n: int, nulls: bool = True) -> pa.Table:
+def events_table(rng: np.random.Generator, n: int) -> pa.Table:
     """``n`` events over 4 keys, disorder up to 6 s, a few null values, keys and times."""
     ts = (np.arange(n) * 700_000 + rng.integers(-6_000_000, 6_000_000, n)).astype("int64")
     keys = rng.choice(["a", "b", "c", "d"], n).astype(object)
     values = rng.integers(0, 100, n).astype(object)
-    if nulls and n:
+    times = pa.array(ts + 1_700_000_000_000_000, pa.int64()).cast(
+        pa.timestamp("us", tz="UTC")).to_pylist()
+    if n:
         values[rng.random(n) < 0.1] = None
         keys[rng.random(n) < 0.03] = None
-        ts_arr = pa.array(ts + 1_700_000_000_000_000, pa.int64()).cast(
-            pa.timestamp("us", tz="UTC")).to_pylist()
         for i in np.flatnonzero(rng.random(n) < 0.03):
-            ts_arr[i] = None
-    else:
-        ts_arr = pa.array(ts + 1_700_000_000_000_000, pa.int64()).cast(
-            pa.timestamp("us", tz="UTC")).to_pylist()
+            times[i] = None
     return pa.table({"k": pa.array(keys, pa.string()),
-                     "ts": pa.array(ts_arr, pa.timestamp("us", tz="UTC")),
+                     "ts": pa.array(times, pa.timestamp("us", tz="UTC")),
                      "v": pa.array(values, pa.int64())})
 
 

@@ -32,11 +32,11 @@ def state_at(replay: Replay, run_id: str, batch: int) -> pd.DataFrame:
     return frame.sort_values(list(frame.columns)).reset_index(drop=True)
 
 
-def make_replay(spark, storage, n: int, commits: int, seed: int, nulls: bool = True) -> Replay:
+def make_replay(spark, storage, n: int, commits: int, seed: int) -> Replay:
     root = Path(tempfile.mkdtemp(prefix="reprise-replay-"))
     catalog = small_catalog(root / "schemas")
     warehouse = Warehouse(root / "warehouse")
-    table = events_table(np.random.default_rng(seed), n, nulls=nulls)
+    table = events_table(np.random.default_rng(seed), n)
     write_commits(storage, warehouse.recording("ev"), table, commits)
     return Replay(spark, storage, warehouse, catalog)
 
@@ -139,7 +139,7 @@ def test_batches_per_job_does_not_change_the_result(spark, storage):
 
 
 def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
-    replay = make_replay(spark, storage, n=150, commits=3, seed=9, nulls=False)
+    replay = make_replay(spark, storage, n=150, commits=3, seed=9)  # null values are rejected
     results = []
     for plan in ("rows:7", "commit", "cuts:0,0,40,41,149"):
         info = replay.prepare("ev_q", plan=plan, run_id=f"q-{plan.replace(':', '')}")
@@ -147,4 +147,7 @@ def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
         report = validate_run(replay, replay.catalog, info.run_id)
         assert report.ok, (report.diff, report.late_mismatch)
         results.append(output_rows(replay, info.run_id))
+        quarantine = replay.storage.read_arrow(
+            replay.warehouse.run_table(info.run_id, "quarantine")).column("reason").to_pylist()
+        assert "the query reads 'v' but the event has no value for it" in quarantine
     assert results[0] == results[1] == results[2] and results[0]

@@ -37,10 +37,39 @@ def streams(draw):
         "k": pd.Series(keys, dtype=object),
         TIME: (np.asarray(base, dtype="int64") - np.asarray(jitter, dtype="int64")) * 1000,
         SEQ: np.arange(n, dtype="int64"),
-        "v": draw(st.lists(st.integers(0, 100), min_size=n, max_size=n)),
+        "v": pd.Series(draw(st.lists(st.one_of(st.none(), st.integers(0, 100)), min_size=n,
+                                     max_size=n)), dtype=object),
     })
     plans = [sorted(draw(st.lists(st.integers(0, n), max_size=6))) for _ in range(2)]
     return events, plans
+
+
+def run_all(op: QreOperator, batches: list[pd.DataFrame]):
+    """(output, late, final state, rejected) of running ``op`` over ``batches``."""
+    state, outputs, lates, rejected = op.init(), [], [], []
+    for batch in batches:
+        result = op.step(state, batch)
+        state = result.state
+        outputs.append(result.output)
+        lates.append(result.late)
+        rejected.append(result.rejected)
+    outputs.append(op.finish(state))
+    frames = [pd.concat([x for x in f if not x.empty], ignore_index=True)
+              if any(not x.empty for x in f)
+              else pd.DataFrame(columns=[*op.output_schema.names, SEQ]) for f in
+              (outputs, lates, rejected)]
+    return frames[0], frames[1], state, frames[2]
+
+
+def test_events_with_a_null_field_are_rejected_with_a_reason():
+    op = QreOperator(spec("iter(eps(0), atom(true, v), +)", "every", lateness=0))
+    events = pd.DataFrame({"k": ["a", "a", "a"], TIME: [1, 2, 3], SEQ: [0, 1, 2],
+                           "v": [1, None, 3]})
+    result = op.step(op.init(), events)
+    assert result.rejected[SEQ].tolist() == [1]
+    assert result.rejected["reason"].iloc[0] == (
+        "the query reads 'v' but the event has no value for it")
+    assert result.output["value"].tolist() == [1.0, 4.0]  # the null event is skipped
 
 
 def split(events: pd.DataFrame, cuts: list[int]) -> list[pd.DataFrame]:
@@ -61,11 +90,12 @@ def test_operator_equals_reference_under_any_plan(name, output, case, lateness):
     events, (plan_a, plan_b) = case
     qre = spec(QUERIES[name], output, lateness)
     op = QreOperator(qre)
-    out_a, late_a, state_a, _ = run_batches(op, split(events, plan_a))
-    out_b, late_b, state_b, _ = run_batches(op, split(events, plan_b))
-    reference, late_ref = qre_reference(events, qre)
+    out_a, late_a, state_a, rejected_a = run_all(op, split(events, plan_a))
+    out_b, late_b, state_b, rejected_b = run_all(op, split(events, plan_b))
+    reference, late_ref, rejected_ref = qre_reference(events, qre)
     assert rows(out_a) == rows(reference) == rows(out_b)
     assert sorted(late_a[SEQ].tolist()) == late_ref == sorted(late_b[SEQ].tolist())
+    assert sorted(rejected_a[SEQ].tolist()) == rejected_ref == sorted(rejected_b[SEQ].tolist())
     plain = ["k", "max_t", "pending", "last"]
     assert rows(state_a[plain]) == rows(state_b[plain])
     if name != "ambiguous_runs":  # compiled states pickle canonically; derivative ones do not
