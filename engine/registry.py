@@ -9,7 +9,13 @@ import pandas as pd
 from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .operator import KeyedOperator
 from .qre.stream import QreOperator, parse_qre_query, qre_reference
-from .windows import SlidingWindow, TumblingWindow, parse_window_query, window_reference
+from .windows import (
+    SessionWindow,
+    SlidingWindow,
+    TumblingWindow,
+    parse_window_query,
+    window_reference,
+)
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
 #: arrival sequence numbers of events the query cannot use).
@@ -31,8 +37,8 @@ def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
     if query.kind != "window":
         raise _unsupported(query)
     spec = parse_window_query(query, recording)
-    kind = SlidingWindow if spec.slide_us is not None else TumblingWindow
-    return kind(spec, name=query.name)
+    kind = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow}
+    return kind[spec.kind](spec, name=query.name)
 
 
 def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:

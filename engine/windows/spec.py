@@ -9,6 +9,7 @@ from typing import Any
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
 
 AGGREGATES = ("count", "sum", "min", "max", "avg")
+WINDOW_KINDS = ("tumbling", "sliding", "session")
 NUMERIC = ("int", "double")
 _CALL = re.compile(r"^\s*([a-z_]+)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)?\s*\)\s*$")
 
@@ -33,6 +34,7 @@ class WindowSpec:
     value_types: dict[str, str]  # aggregated column -> recording type
     key_type: str
     slide_us: int | None = None  # None: tumbling (slide = size)
+    kind: str = "tumbling"  # tumbling | sliding | session (size_us is then the gap)
 
     @property
     def slide(self) -> int:
@@ -50,13 +52,15 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     if not isinstance(body, dict):
         raise CatalogError(src, "query", "expected a mapping with 'window' and 'aggregates'")
     window = body.get("window")
-    if not isinstance(window, dict) or window.get("type") not in ("tumbling", "sliding"):
+    if not isinstance(window, dict) or window.get("type") not in WINDOW_KINDS:
         raise CatalogError(src, "query.window",
-                           "expected {type: tumbling, size: <duration>} or {type: sliding, "
-                           f"size: <duration>, slide: <duration>}}, got {window!r}")
-    size = parse_duration_us(window.get("size", ""), source=src, fieldname="query.window.size")
+                           "expected {type: tumbling, size: D}, {type: sliding, size: D, "
+                           f"slide: D}} or {{type: session, gap: D}}, got {window!r}")
+    measure = "gap" if window["type"] == "session" else "size"
+    size = parse_duration_us(window.get(measure, ""), source=src,
+                             fieldname=f"query.window.{measure}")
     if size <= 0:
-        raise CatalogError(src, "query.window.size", "must be positive")
+        raise CatalogError(src, f"query.window.{measure}", "must be positive")
     slide = None
     if window["type"] == "sliding":
         slide = parse_duration_us(window.get("slide", ""), source=src,
@@ -95,4 +99,5 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
         parsed.append(Aggregate(name, fn, col))
     return WindowSpec(key=query.key or recording.key, size_us=size, lateness_us=query.lateness_us,
                       aggregates=tuple(parsed), value_types=value_types,
-                      key_type=recording.columns[query.key or recording.key], slide_us=slide)
+                      key_type=recording.columns[query.key or recording.key], slide_us=slide,
+                      kind=window["type"])

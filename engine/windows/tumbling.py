@@ -76,7 +76,8 @@ class TumblingWindow(KeyedOperator):
     def _partials(self, events: pd.DataFrame, starts: np.ndarray) -> pd.DataFrame:
         """Partial aggregates of ``events`` per (key, window start)."""
         frame = pd.DataFrame({self.key: events[self.key].to_numpy(), "window_start": starts})
-        aggs: dict[str, tuple[str, str]] = {"rows": ("window_start", "size")}
+        aggs: dict[str, tuple[str, str]] = {"rows": ("window_start", "size"),
+                                            "max_t": ("window_start", "max")}
         for col in self.spec.value_columns:
             vals = events[col].astype("float64")
             frame[f"v_{col}"] = vals.to_numpy()
@@ -89,22 +90,31 @@ class TumblingWindow(KeyedOperator):
     def _merge(self, old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         """Combine partials of the same window (the aggregate monoid's product)."""
         both = pd.concat([old, new], ignore_index=True)
-        aggs: dict[str, str] = {"rows": "sum"}
-        for col in self.spec.value_columns:
-            aggs.update({f"n_{col}": "sum", f"sum_{col}": "sum", f"min_{col}": "min",
-                         f"max_{col}": "max"})
-        merged = both.groupby([self.key, "window_start"], sort=False).agg(aggs).reset_index()
-        merged["max_t"] = 0
+        merged = both.groupby([self.key, "window_start"], sort=False).agg(
+            self._combiners()).reset_index()
         for col in self.spec.value_columns:
             if self.spec.value_types[col] == "int":
                 merged[f"sum_{col}"] = merged[f"sum_{col}"].round().astype("int64")
         return merged
 
+    def _combiners(self) -> dict[str, str]:
+        """How partial columns combine (the aggregate monoid's product, column by column).
+
+        ``max_t`` of a partial row is the latest event time it holds (the slice start for
+        tumbling and sliding windows, whose slices are keyed by start).
+        """
+        aggs = {"rows": "sum", "max_t": "max"}
+        for col in self.spec.value_columns:
+            aggs.update({f"n_{col}": "sum", f"sum_{col}": "sum", f"min_{col}": "min",
+                         f"max_{col}": "max"})
+        return aggs
+
     def _emit(self, windows: pd.DataFrame) -> pd.DataFrame:
-        size = self.spec.size_us
         starts = windows["window_start"].to_numpy(dtype="int64")
+        ends = (windows["window_end"].to_numpy(dtype="int64") if "window_end" in windows
+                else starts + self.spec.size_us)
         out = pd.DataFrame({self.key: windows[self.key].to_numpy(), "window_start": starts,
-                            "window_end": starts + size})
+                            "window_end": ends})
         for agg in self.spec.aggregates:
             col = agg.column
             if agg.fn == "count":

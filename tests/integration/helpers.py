@@ -37,6 +37,17 @@ query: "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)"
 """
 
 
+SESSION_QUERY = """\
+name: ev_s
+kind: window
+input: ev
+lateness: 3s
+query:
+  window: {type: session, gap: 2s}
+  aggregates: {n: count(), s: sum(v), hi: max(v)}
+"""
+
+
 def small_catalog(root: Path):
     """A catalog with one recording ``ev``, a tumbling-window query ``ev_w`` and a QRE ``ev_q``."""
     (root / "recordings").mkdir(parents=True, exist_ok=True)
@@ -44,6 +55,7 @@ def small_catalog(root: Path):
     (root / "recordings" / "ev.yaml").write_text(RECORDING)
     (root / "queries" / "ev_w.yaml").write_text(QUERY)
     (root / "queries" / "ev_q.yaml").write_text(QRE_QUERY)
+    (root / "queries" / "ev_s.yaml").write_text(SESSION_QUERY)
     return load_catalog(root)
 
 

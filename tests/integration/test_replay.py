@@ -151,3 +151,14 @@ def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
             replay.warehouse.run_table(info.run_id, "quarantine")).column("reason").to_pylist()
         assert "the query reads 'v' but the event has no value for it" in quarantine
     assert results[0] == results[1] == results[2] and results[0]
+
+
+def test_session_replay_equals_reference_and_ignores_the_plan(spark, storage):
+    replay = make_replay(spark, storage, n=200, commits=2, seed=13)
+    results = []
+    for plan in ("rows:9", "commit"):
+        info = replay.prepare("ev_s", plan=plan, run_id=f"s-{plan.replace(':', '')}")
+        replay.run(info)
+        assert validate_run(replay, replay.catalog, info.run_id).ok
+        results.append(output_rows(replay, info.run_id))
+    assert results[0] == results[1] and len(results[0]) > 1

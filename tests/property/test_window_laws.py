@@ -1,4 +1,4 @@
-"""Laws of the window operators (tumbling and sliding), in-process (no Spark): engine ==
+"""Laws of the window operators (tumbling, sliding and session), in-process (no Spark): engine ==
 reference, batch boundaries carry no meaning, what is emitted after any batch is exactly the
 windows closed by then, state after a shared cut is the same, the codec round-trips, and sliding
 state stays within its slice bound."""
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from engine.operator import SEQ, TIME, run_batches
 from engine.windows import (
     Aggregate,
+    SessionWindow,
     SlidingWindow,
     TumblingWindow,
     WindowSpec,
@@ -40,16 +41,19 @@ def streams(draw):
         "v": pd.Series([np.nan if v is None else float(v) for v in values], dtype="float64"),
     })
     size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
-    slide = draw(st.sampled_from([None, *(s for s in (1000, 2000, 3000, 4000) if s <= size)]))
+    kind = draw(st.sampled_from(["tumbling", "sliding", "session"]))
+    slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
+             if kind == "sliding" else None)
     lateness = draw(st.sampled_from([0, 2000, 4000, 100_000]))
     spec = WindowSpec(key="k", size_us=size, lateness_us=lateness, aggregates=AGGS,
-                      value_types={"v": "int"}, key_type="string", slide_us=slide)
+                      value_types={"v": "int"}, key_type="string", slide_us=slide, kind=kind)
     plans = [sorted(draw(st.lists(st.integers(0, n), max_size=8))) for _ in range(2)]
     return events, spec, plans
 
 
 def operator(spec: WindowSpec) -> TumblingWindow:
-    return SlidingWindow(spec) if spec.slide_us is not None else TumblingWindow(spec)
+    kinds = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow}
+    return kinds[spec.kind](spec)
 
 
 def split(events: pd.DataFrame, cuts: list[int]) -> list[pd.DataFrame]:
@@ -154,7 +158,7 @@ def test_window_closes_exactly_when_the_watermark_reaches_its_end():
 def test_sliding_state_is_bounded_by_the_window(case):
     """Slices kept per key never exceed what windows not yet emitted can still need."""
     events, spec, (plan, _) = case
-    if spec.slide_us is None:
+    if spec.kind != "sliding":
         return
     op = SlidingWindow(spec)
     state = op.init()
@@ -179,3 +183,15 @@ def test_sliding_window_example():
     out, _, _, _ = run_batches(op, [events])
     rows = sorted(zip(out["window_start"], out["n"], strict=True))
     assert rows == [(3, 1), (4, 2), (5, 2), (6, 1)]
+
+
+def test_session_windows_merge_runs_closer_than_the_gap():
+    """Gap 10: events 0, 5, 30, 38 form sessions [0, 15) and [30, 48); 20 arriving late
+    within the lateness bridges nothing (20 - 5 >= 10 and 30 - 20 >= 10) but 12 joins [0, ...)."""
+    spec = WindowSpec(key="k", size_us=10, lateness_us=100, aggregates=AGGS[:1], value_types={},
+                      key_type="string", kind="session")
+    op = SessionWindow(spec)
+    events = pd.DataFrame({"k": ["a"] * 5, TIME: [0, 5, 30, 38, 12], SEQ: range(5)})
+    out, _, _, _ = run_batches(op, [events.iloc[:2], events.iloc[2:]])
+    rows = sorted(zip(out["window_start"], out["window_end"], out["n"], strict=True))
+    assert rows == [(0, 22, 3), (30, 48, 2)]
