@@ -46,7 +46,7 @@ class QreSpec:
     text: str
     output: str
     timestamp_columns: tuple[str, ...]
-    fields: tuple[str, ...]
+    fields: tuple[str, ...]  # the recording columns the query reads (items carry only these)
 
 
 def parse_qre_query(query: QuerySpec, recording: RecordingSpec) -> QreSpec:
@@ -54,9 +54,13 @@ def parse_qre_query(query: QuerySpec, recording: RecordingSpec) -> QreSpec:
     if not isinstance(query.query, str):
         raise CatalogError(query.source, "query", "expected the QRE text (see engine/qre/README)")
     try:
-        parse(query.query)
+        term = parse(query.query)
     except QREError as exc:
         raise CatalogError(query.source, "query", str(exc)) from exc
+    unknown = sorted(term.fields - set(recording.columns))
+    if unknown:
+        raise CatalogError(query.source, "query", f"reads {', '.join(map(repr, unknown))}, not "
+                           f"a column of recording {recording.name!r}")
     output = query.output or "every"
     if output not in OUTPUT_MODES:
         raise CatalogError(query.source, "output",
@@ -66,7 +70,7 @@ def parse_qre_query(query: QuerySpec, recording: RecordingSpec) -> QreSpec:
                    text=query.query, output=output,
                    timestamp_columns=tuple(c for c, t in recording.columns.items()
                                            if t == "timestamp"),
-                   fields=tuple(recording.columns))
+                   fields=tuple(c for c in recording.columns if c in term.fields))
 
 
 def _value(outcome) -> float | None:

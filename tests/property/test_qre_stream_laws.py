@@ -113,3 +113,15 @@ def test_disorder_within_lateness_is_reordered_by_event_time():
     assert late.empty
     assert out["value"].tolist() == [2.0, 1.0, 3.0]
     assert out["arrival_seq"].tolist() == [1, 0, 2]
+
+
+def test_query_file_reading_an_unknown_column_is_rejected_at_load():
+    from engine.catalog import CatalogError, RecordingSpec, parse_query
+    from engine.qre.stream import parse_qre_query
+
+    recording = RecordingSpec(name="r", columns={"k": "string", "ts": "timestamp", "v": "int"},
+                              key="k", time="ts")
+    doc = {"name": "q", "kind": "qre", "input": "r", "query": "iter(eps(0), atom(w > 1, 1), +)"}
+    query = parse_query(doc, {"r": recording}, source="q.yaml")
+    with pytest.raises(CatalogError, match=r"q.yaml: field 'query': reads 'w', not a column"):
+        parse_qre_query(query, recording)
