@@ -34,6 +34,28 @@ def _micros_text(us: int) -> str:
     return f"{us / 1e6:g}s"
 
 
+def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
+               ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(events sorted by key and arrival, late events with a reason, on-time events).
+
+    ``prior`` maps a key to the max event time seen in earlier batches. An event is late when its
+    time is below its key's watermark at arrival: max event time seen before it minus lateness.
+    """
+    events = batch.sort_values([key, SEQ], kind="stable").reset_index(drop=True)
+    t = events[TIME].to_numpy(dtype="int64")
+    seen = events.assign(__cm=events.groupby(key, sort=False)[TIME].cummax())
+    before = seen.groupby(key, sort=False)["__cm"].shift(1, fill_value=NO_TIME)
+    from_state = events[key].map(prior).fillna(NO_TIME).to_numpy(dtype="int64")
+    prev = np.maximum(before.to_numpy(dtype="int64"), from_state)
+    late_mask = t < prev - lateness
+    late = events[late_mask].copy()
+    late[REASON] = [
+        f"event time {iso(ti)} is below the key's watermark {iso(pi - lateness)} "
+        f"(max event time seen {iso(pi)} minus lateness {_micros_text(lateness)})"
+        for ti, pi in zip(t[late_mask], prev[late_mask], strict=True)]
+    return events, late, events[~late_mask]
+
+
 class TumblingWindow(KeyedOperator):
     """Tumbling windows per key; aggregates count, sum, min, max, avg (see module docstring)."""
 
@@ -158,20 +180,7 @@ class TumblingWindow(KeyedOperator):
         prior = pd.Series(state.loc[is_key_row, "max_t"].to_numpy(dtype="int64"),
                           index=state.loc[is_key_row, key].to_numpy())
 
-        events = batch.sort_values([key, SEQ], kind="stable").reset_index(drop=True)
-        t = events[TIME].to_numpy(dtype="int64")
-        seen = events.assign(__cm=events.groupby(key, sort=False)[TIME].cummax())
-        before = seen.groupby(key, sort=False)["__cm"].shift(1, fill_value=NO_TIME)
-        from_state = events[key].map(prior).fillna(NO_TIME).to_numpy(dtype="int64")
-        prev = np.maximum(before.to_numpy(dtype="int64"), from_state)
-        late_mask = t < prev - lateness
-
-        late = events[late_mask].copy()
-        late[REASON] = [
-            f"event time {iso(ti)} is below the key's watermark {iso(pi - lateness)} "
-            f"(max event time seen {iso(pi)} minus lateness {_micros_text(lateness)})"
-            for ti, pi in zip(t[late_mask], prev[late_mask], strict=True)]
-        on_time = events[~late_mask]
+        events, late, on_time = split_late(batch, prior, key, lateness)
         starts = on_time[TIME].to_numpy(dtype="int64")
         starts = starts - np.mod(starts, size)
         windows = self._merge(windows, self._partials(on_time, starts))
