@@ -10,6 +10,7 @@ from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .operator import KeyedOperator
 from .qre.stream import QreOperator, parse_qre_query, qre_reference
 from .windows import (
+    CountWindow,
     SessionWindow,
     SlidingWindow,
     TumblingWindow,
@@ -37,7 +38,8 @@ def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
     if query.kind != "window":
         raise _unsupported(query)
     spec = parse_window_query(query, recording)
-    kind = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow}
+    kind = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
+            "count": CountWindow}
     return kind[spec.kind](spec, name=query.name)
 
 
@@ -52,7 +54,7 @@ def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
 
     def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
         rows, late = window_reference(events, spec)
-        columns = [spec.key, "window_start", "window_end", *(a.name for a in spec.aggregates)]
+        columns = operator_for(query, recording).output_schema.names
         return pd.DataFrame(rows, columns=columns), late, []
 
     return run

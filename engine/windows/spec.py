@@ -9,7 +9,7 @@ from typing import Any
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
 
 AGGREGATES = ("count", "sum", "min", "max", "avg")
-WINDOW_KINDS = ("tumbling", "sliding", "session")
+WINDOW_KINDS = ("tumbling", "sliding", "session", "count")
 NUMERIC = ("int", "double")
 _CALL = re.compile(r"^\s*([a-z_]+)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)?\s*\)\s*$")
 
@@ -34,7 +34,8 @@ class WindowSpec:
     value_types: dict[str, str]  # aggregated column -> recording type
     key_type: str
     slide_us: int | None = None  # None: tumbling (slide = size)
-    kind: str = "tumbling"  # tumbling | sliding | session (size_us is then the gap)
+    kind: str = "tumbling"  # tumbling | sliding | session (size_us: the gap) | count (size_us:
+    # events per window, slide_us: events between emissions)
 
     @property
     def slide(self) -> int:
@@ -55,7 +56,10 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     if not isinstance(window, dict) or window.get("type") not in WINDOW_KINDS:
         raise CatalogError(src, "query.window",
                            "expected {type: tumbling, size: D}, {type: sliding, size: D, "
-                           f"slide: D}} or {{type: session, gap: D}}, got {window!r}")
+                           "slide: D}, {type: session, gap: D} or {type: count, size: N, "
+                           f"every: M}}, got {window!r}")
+    if window["type"] == "count":
+        return _count_window(query, recording, window)
     measure = "gap" if window["type"] == "session" else "size"
     size = parse_duration_us(window.get(measure, ""), source=src,
                              fieldname=f"query.window.{measure}")
@@ -68,6 +72,16 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
         if slide <= 0 or slide > size:
             raise CatalogError(src, "query.window.slide",
                                f"must be positive and at most the size ({size} us), got {slide}")
+    aggregates, value_types = _aggregates(query, recording)
+    return WindowSpec(key=query.key or recording.key, size_us=size, lateness_us=query.lateness_us,
+                      aggregates=aggregates, value_types=value_types,
+                      key_type=recording.columns[query.key or recording.key], slide_us=slide,
+                      kind=window["type"])
+
+def _aggregates(query: QuerySpec, recording: RecordingSpec
+                ) -> tuple[tuple[Aggregate, ...], dict[str, str]]:
+    """The ``query.aggregates`` mapping, checked against the recording."""
+    src, body = query.source, query.query
     aggs = body.get("aggregates")
     if not isinstance(aggs, dict) or not aggs:
         raise CatalogError(src, "query.aggregates",
@@ -97,7 +111,18 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
                                f"{recording.columns[col]}")
         value_types[col] = recording.columns[col]
         parsed.append(Aggregate(name, fn, col))
-    return WindowSpec(key=query.key or recording.key, size_us=size, lateness_us=query.lateness_us,
-                      aggregates=tuple(parsed), value_types=value_types,
-                      key_type=recording.columns[query.key or recording.key], slide_us=slide,
-                      kind=window["type"])
+    return tuple(parsed), value_types
+
+
+def _count_window(query: QuerySpec, recording: RecordingSpec, window: dict) -> WindowSpec:
+    src = query.source
+    size, every = window.get("size"), window.get("every", window.get("size"))
+    for name, value in (("size", size), ("every", every)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise CatalogError(src, f"query.window.{name}",
+                               f"expected a positive number of events, got {value!r}")
+    aggregates, value_types = _aggregates(query, recording)
+    key = query.key or recording.key
+    return WindowSpec(key=key, size_us=size, lateness_us=query.lateness_us,
+                      aggregates=aggregates, value_types=value_types,
+                      key_type=recording.columns[key], slide_us=every, kind="count")

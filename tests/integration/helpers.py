@@ -48,6 +48,17 @@ query:
 """
 
 
+COUNT_QUERY = """\
+name: ev_c
+kind: window
+input: ev
+lateness: 3s
+query:
+  window: {type: count, size: 5, every: 2}
+  aggregates: {n: count(), s: sum(v), lo: min(v), mean: avg(v)}
+"""
+
+
 def small_catalog(root: Path):
     """A catalog with one recording ``ev``, a tumbling-window query ``ev_w`` and a QRE ``ev_q``."""
     (root / "recordings").mkdir(parents=True, exist_ok=True)
@@ -56,6 +67,7 @@ def small_catalog(root: Path):
     (root / "queries" / "ev_w.yaml").write_text(QUERY)
     (root / "queries" / "ev_q.yaml").write_text(QRE_QUERY)
     (root / "queries" / "ev_s.yaml").write_text(SESSION_QUERY)
+    (root / "queries" / "ev_c.yaml").write_text(COUNT_QUERY)
     return load_catalog(root)
 
 

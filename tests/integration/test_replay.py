@@ -153,11 +153,12 @@ def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
     assert results[0] == results[1] == results[2] and results[0]
 
 
-def test_session_replay_equals_reference_and_ignores_the_plan(spark, storage):
+@pytest.mark.parametrize("query", ["ev_s", "ev_c"])
+def test_session_and_count_replays_equal_reference_and_ignore_the_plan(spark, storage, query):
     replay = make_replay(spark, storage, n=200, commits=2, seed=13)
     results = []
     for plan in ("rows:9", "commit"):
-        info = replay.prepare("ev_s", plan=plan, run_id=f"s-{plan.replace(':', '')}")
+        info = replay.prepare(query, plan=plan, run_id=f"{query}-{plan.replace(':', '')}")
         replay.run(info)
         assert validate_run(replay, replay.catalog, info.run_id).ok
         results.append(output_rows(replay, info.run_id))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from engine.operator import SEQ, TIME, run_batches
 from engine.windows import (
     Aggregate,
+    CountWindow,
     SessionWindow,
     SlidingWindow,
     TumblingWindow,
@@ -41,9 +42,11 @@ def streams(draw):
         "v": pd.Series([np.nan if v is None else float(v) for v in values], dtype="float64"),
     })
     size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
-    kind = draw(st.sampled_from(["tumbling", "sliding", "session"]))
+    kind = draw(st.sampled_from(["tumbling", "sliding", "session", "count"]))
     slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
              if kind == "sliding" else None)
+    if kind == "count":  # size and slide count events
+        size, slide = draw(st.integers(1, 5)), draw(st.integers(1, 4))
     lateness = draw(st.sampled_from([0, 2000, 4000, 100_000]))
     spec = WindowSpec(key="k", size_us=size, lateness_us=lateness, aggregates=AGGS,
                       value_types={"v": "int"}, key_type="string", slide_us=slide, kind=kind)
@@ -52,7 +55,8 @@ def streams(draw):
 
 
 def operator(spec: WindowSpec) -> TumblingWindow:
-    kinds = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow}
+    kinds = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
+             "count": CountWindow}
     return kinds[spec.kind](spec)
 
 
