@@ -107,7 +107,7 @@ def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict],
     return df.withColumn(TIME, F.unix_micros(F.col(time_column))).drop(FILE_COLUMN, ROW_COLUMN)
 
 
-def resolve_cuts(spark: SparkSession, storage: DeltaStorage, spec: BatchSpec,
+def resolve_cuts(storage: DeltaStorage, spec: BatchSpec,
                  files: list[plans.InputFile], path: str, version: int, time_column: str
                  ) -> list[int]:
     """Cut points of a batch plan over the pinned input."""
@@ -184,7 +184,7 @@ class Replay:
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
             return info
         files = input_index(self.storage, input_path, pinned)
-        cuts = resolve_cuts(self.spark, self.storage, spec, files, input_path, pinned,
+        cuts = resolve_cuts(self.storage, spec, files, input_path, pinned,
                             query.time or recording.time)
         buckets = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,

@@ -12,7 +12,7 @@ from engine.catalog import Catalog
 from engine.operator import SEQ, TIME
 from engine.registry import operator_for, reference_for
 
-from .replay import Replay, ReplayError, read_run, sequenced
+from .replay import Replay, ReplayError, RunInfo, read_run, sequenced
 
 #: Float columns compare with this tolerance (sums of floats depend on the addition order).
 REL_TOL = 1e-9
@@ -120,21 +120,26 @@ class Reconciliation:
                 and self.output_manifest == self.output_table)
 
 
+def reconcile(info: RunInfo, manifest: pd.DataFrame, table_rows: dict[str, int]
+              ) -> Reconciliation:
+    """Reconcile a run's manifest with its input snapshot and its tables' row counts."""
+    rows_in, late, bad = (int(manifest[c].sum()) for c in ("rows_in", "late", "quarantined"))
+    return Reconciliation(
+        batches_committed=len(manifest), batches_planned=info.batches + 1,
+        input_rows=sum(f["rows"] for f in info.files), manifest_rows_in=rows_in,
+        processed=rows_in - late - bad, late_manifest=late, late_table=table_rows["late"],
+        quarantined_manifest=bad, quarantined_table=table_rows["quarantine"],
+        output_manifest=int(manifest["rows_out"].sum()), output_table=table_rows["output"])
+
+
 def reconcile_run(replay: Replay, run_id: str) -> Reconciliation:
     """Check input = processed + late + quarantined, and that the tables hold what the manifest
     says they hold."""
-    info = read_run(replay.warehouse, run_id)
-    m = replay.manifest(run_id).to_pandas()
     count = {k: replay.storage.read_arrow(replay.warehouse.run_table(run_id, k)).num_rows
              if replay.storage.exists(replay.warehouse.run_table(run_id, k)) else 0
              for k in ("output", "late", "quarantine")}
-    rows_in, late, bad = (int(m[c].sum()) for c in ("rows_in", "late", "quarantined"))
-    return Reconciliation(
-        batches_committed=len(m), batches_planned=info.batches + 1,
-        input_rows=sum(f["rows"] for f in info.files), manifest_rows_in=rows_in,
-        processed=rows_in - late - bad, late_manifest=late, late_table=count["late"],
-        quarantined_manifest=bad, quarantined_table=count["quarantine"],
-        output_manifest=int(m["rows_out"].sum()), output_table=count["output"])
+    return reconcile(read_run(replay.warehouse, run_id), replay.manifest(run_id).to_pandas(),
+                     count)
 
 
 def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationReport:
@@ -165,7 +170,8 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     quarantined = replay.storage.read_arrow(tables["quarantine"]).column(
         "arrival_seq").to_pylist()
     quarantine_mismatch = sorted(set(quarantined) ^ {*unplaceable.tolist(), *reference_rejected})
-    counts = reconcile_run(replay, run_id)
+    counts = reconcile(info, manifest, {"output": len(output), "late": len(late),
+                                        "quarantine": len(quarantined)})
     processed = len(events_pdf) - len(reference_late) - len(reference_rejected)
     reconciles = counts.ok and processed == counts.processed
     return ValidationReport(run_id=run_id, output_rows=len(output),

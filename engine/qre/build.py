@@ -60,10 +60,7 @@ def choice(f: Term, g: Term) -> Term:
 
 def split(f: Term, g: Term, op: OpLike) -> Term:
     """``w = u v`` maps to ``op(f(u), g(v))``."""
-    _check(f, g)
-    fn = as_op(op, 2)
-    kind = _op_type(fn, (f.type, g.type), f"split({f}, {g}, {fn})")
-    return _typed(Split(f, g, fn), kind)
+    return _binary(Split, f, g, op)
 
 
 def iterate(init: Term, body: Term, op: OpLike) -> Term:
@@ -92,7 +89,12 @@ def apply(f: Term, op: OpLike) -> Term:
 
 def combine(f: Term, g: Term, op: OpLike) -> Term:
     """Runs ``f`` and ``g`` on the same stream: ``op(f(w), g(w))``."""
+    return _binary(Combine, f, g, op)
+
+
+def _binary(cls: type[Split] | type[Combine], f: Term, g: Term, op: OpLike) -> Term:
+    """Build and type a split or combine of ``f`` and ``g`` joined by ``op``."""
     _check(f, g)
     fn = as_op(op, 2)
-    kind = _op_type(fn, (f.type, g.type), f"combine({f}, {g}, {fn})")
-    return _typed(Combine(f, g, fn), kind)
+    kind = _op_type(fn, (f.type, g.type), f"{cls.name}({f}, {g}, {fn})")
+    return _typed(cls(f, g, fn), kind)

@@ -121,7 +121,7 @@ class DeltaSparkStorage(DeltaStorage):
                      remove: Sequence[str] = ()) -> WriteResult:
         paths = [f.path for f in files]
         if remove:  # no file-level removes through the DataFrame API: rewrite what is kept
-            dropped = {_plain(p) for p in remove}
+            dropped = set(remove)  # paths as live_files gives them
             paths += [f.path for f in self.live_files(path) if f.path not in dropped]
             mode = "overwrite"
         df = (self.spark.read.schema(from_arrow_schema(schema)).parquet(*paths) if paths
