@@ -9,6 +9,7 @@ import pandas as pd
 from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .operator import KeyedOperator
 from .qre.stream import QreOperator, parse_qre_query, qre_reference
+from .spj.inputs import merged_recording
 from .windows import (
     CountWindow,
     SessionWindow,
@@ -29,6 +30,13 @@ REPLAYABLE = ("window", "qre")
 def _unsupported(query: QuerySpec) -> CatalogError:
     return CatalogError(query.source, "kind", f"kind {query.kind!r} cannot be replayed yet "
                         f"(supported: {', '.join(REPLAYABLE)})")
+
+
+def input_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> RecordingSpec:
+    """The recording a query is replayed from: its input, or the merged input of an SPJ query."""
+    if query.kind == "spj":
+        return merged_recording(query, recordings)
+    return recordings[query.input]
 
 
 def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:

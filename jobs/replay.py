@@ -19,17 +19,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine.catalog import BatchSpec, Catalog, QuerySpec
 from engine.operator import SEQ, TIME, KeyedOperator
-from engine.registry import operator_for
+from engine.registry import input_recording, operator_for
 
 from . import plans
+from .arrival import input_index, sequenced
 from .keyed import KINDS, StepFiles, StepPlan, bucket_of_file, execute_finish, execute_step
-from .storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage, LiveFile, StagedFile, Txn
+from .merged import merge_inputs
+from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
 
 MANIFEST_SCHEMA = pa.schema([
@@ -61,6 +62,8 @@ class RunInfo:
     buckets: int
     operator: str
     query_spec: dict = field(default_factory=dict)
+    #: Pinned version of each input recording, by its name in the query's ``inputs``.
+    sources: dict[str, int] = field(default_factory=dict)
 
     @property
     def batches(self) -> int:
@@ -76,35 +79,6 @@ def fingerprint(query: QuerySpec, operator: KeyedOperator) -> str:
     text = json.dumps({"query": query.raw, "op": [operator.name, operator.version]},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
-def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.InputFile]:
-    """The snapshot's files in arrival order with the arrival sequence of their first row."""
-    out, offset = [], 0
-    for f in storage.files(path, version):
-        rows = f.num_records
-        if rows is None:
-            rows = pq.ParquetFile(f.uri.removeprefix("file://")).metadata.num_rows
-        out.append(plans.InputFile(uri=f.uri, commit_version=f.commit_version, rows=rows,
-                                   offset=offset))
-        offset += rows
-    return out
-
-
-def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict], lo: int,
-              hi: int, time_column: str) -> DataFrame:
-    """Input events with arrival sequence in ``[lo, hi)``, with ``__seq`` and ``__t``.
-
-    ``index`` lists the snapshot's files as :class:`plans.InputFile` dicts; only the files that
-    overlap ``[lo, hi)`` are read.
-    """
-    files = [f for f in index if f["offset"] < hi and f["offset"] + f["rows"] > lo]
-    df = storage.read_positioned(path, version, [f["uri"] for f in files])
-    offsets = F.create_map(*[x for f in files for x in (F.lit(f["uri"]), F.lit(f["offset"]))]) \
-        if files else F.create_map().cast("map<string,bigint>")
-    seq = F.element_at(offsets, F.col(FILE_COLUMN)) + F.col(ROW_COLUMN)
-    df = df.withColumn(SEQ, seq).where((F.col(SEQ) >= lo) & (F.col(SEQ) < hi))
-    return df.withColumn(TIME, F.unix_micros(F.col(time_column))).drop(FILE_COLUMN, ROW_COLUMN)
 
 
 def resolve_cuts(storage: DeltaStorage, spec: BatchSpec,
@@ -163,16 +137,14 @@ class Replay:
                 version: int | None = None) -> RunInfo:
         """Create the run (or load it, checking it matches) and return its description."""
         query = self.catalog.query(query_name)
-        recording = self.catalog.recording(query.input)
+        recording = input_recording(query, self.catalog.recordings)
         op = operator_for(query, recording)
-        input_path = self.warehouse.recording(recording.name)
-        if not self.storage.exists(input_path):
-            raise ReplayError(f"recording {recording.name!r} has no data at {input_path}; "
-                              f"run `reprise generate {recording.name} ...` or `reprise record`")
-        pinned = self.storage.version(input_path) if version is None else version
+        sources = self._pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan else query.batch
         fp = fingerprint(query, op)
-        run_id = run_id or f"{query.name}-v{pinned}-{spec.describe().replace(':', '')}-{fp[:6]}"
+        pinned_text = ".".join(str(v) for v in sources.values())
+        run_id = run_id or (f"{query.name}-v{pinned_text}-{spec.describe().replace(':', '')}-"
+                            f"{fp[:6]}")
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
             info = RunInfo(**json.loads(run_file.read_text()))
@@ -183,6 +155,12 @@ class Replay:
             if plan and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
             return info
+        if query.kind == "spj":
+            input_path = self.warehouse.run_table(run_id, "input")
+            pinned = merge_inputs(self.storage, self.warehouse, self.catalog, query, sources,
+                                  recording, input_path, run_id)
+        else:
+            input_path, pinned = self.warehouse.recording(recording.name), sources["input"]
         files = input_index(self.storage, input_path, pinned)
         cuts = resolve_cuts(self.storage, spec, files, input_path, pinned,
                             query.time or recording.time)
@@ -190,12 +168,27 @@ class Replay:
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
-                       operator=f"{op.name}@{op.version}", query_spec=query.raw)
+                       operator=f"{op.name}@{op.version}", query_spec=query.raw,
+                       sources=sources)
         run_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = run_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
         os.replace(tmp, run_file)
         return info
+
+    def _pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:
+        """The version of each input recording the run reads (the latest unless ``version``)."""
+        if version is not None and len(query.inputs) > 1:
+            raise ReplayError(f"query {query.name!r} reads {len(query.inputs)} recordings; "
+                              "a single --version cannot pin them")
+        pinned = {}
+        for stream, name in query.inputs.items():
+            path = self.warehouse.recording(name)
+            if not self.storage.exists(path):
+                raise ReplayError(f"recording {name!r} has no data at {path}; run "
+                                  f"`reprise generate {name} ...` or `reprise record`")
+            pinned[stream] = self.storage.version(path) if version is None else version
+        return pinned
 
     def manifest(self, run_id: str) -> pa.Table:
         """The run's manifest rows (empty when no batch is done yet)."""
@@ -208,7 +201,7 @@ class Replay:
             ) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest."""
         query = self.catalog.query(info.query)
-        recording = self.catalog.recording(info.recording)
+        recording = input_recording(query, self.catalog.recordings)
         op = operator_for(query, recording)
         done = self.manifest(info.run_id)
         batch = done.num_rows

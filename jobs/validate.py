@@ -10,9 +10,10 @@ import pyarrow as pa
 
 from engine.catalog import Catalog
 from engine.operator import SEQ, TIME
-from engine.registry import operator_for, reference_for
+from engine.registry import input_recording, operator_for, reference_for
 
-from .replay import Replay, ReplayError, RunInfo, read_run, sequenced
+from .arrival import sequenced
+from .replay import Replay, ReplayError, RunInfo, read_run
 
 #: Float columns compare with this tolerance (sums of floats depend on the addition order).
 REL_TOL = 1e-9
@@ -151,7 +152,7 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
                           f"batches committed); resume it with `reprise replay {info.query} "
                           f"--run-id {run_id}` first")
     query = catalog.query(info.query)
-    recording = catalog.recording(info.recording)
+    recording = input_recording(query, catalog.recordings)
     time_column = query.time or recording.time
     key = query.key or recording.key
     events_all = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,

@@ -1,0 +1,34 @@
+"""The single merged input an SPJ query is replayed from.
+
+An SPJ query reads several recordings (``inputs: {stream: recording}``). The runner merges them
+into one recording with a shared arrival order: events ordered by event time, ties broken by the
+order of ``inputs`` and then by each recording's own arrival order. A merged row carries its
+``stream``, its ``event_time`` and the columns of its stream as ``<stream>__<column>`` (the other
+streams' columns are null). Every row has the same ``partition`` value: a query's synopsis sees
+all its streams, so the whole query is one key of the keyed runner.
+"""
+
+from __future__ import annotations
+
+from .. import catalog as cat
+
+STREAM = "stream"
+EVENT_TIME = "event_time"
+PARTITION = "partition"
+
+
+def column_name(stream: str, column: str) -> str:
+    """Name of ``stream``'s ``column`` in the merged input."""
+    return f"{stream}__{column}"
+
+
+def merged_recording(query: cat.QuerySpec, recordings: dict[str, cat.RecordingSpec]
+                     ) -> cat.RecordingSpec:
+    """The recording spec of ``query``'s merged input (see the module docstring)."""
+    columns = {PARTITION: "int", STREAM: "string", EVENT_TIME: "timestamp"}
+    for stream, name in query.inputs.items():
+        for column, typ in recordings[name].columns.items():
+            columns[column_name(stream, column)] = typ
+    return cat.RecordingSpec(name=f"{query.name}__merged", columns=columns, key=PARTITION,
+                             time=EVENT_TIME, description=f"merged input of {query.name}",
+                             source=query.source)

@@ -1,0 +1,53 @@
+"""Materialise the merged input of a multi-stream (SPJ) query as a Delta table of its run.
+
+The merge order is defined in :mod:`engine.spj.inputs`; writing it once, with the run, pins the
+arrival sequence every batch plan, resume and validation of the run refer to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine.catalog import Catalog, QuerySpec, RecordingSpec
+from engine.operator import SEQ
+from engine.spj.inputs import EVENT_TIME, PARTITION, STREAM, column_name
+
+from .arrival import input_index, sequenced
+from .storage import DeltaStorage, Txn
+from .warehouse import Warehouse
+
+_ORDER, _STREAM_SEQ = "__order", "__stream_seq"
+_SPARK_TYPES = {"string": "string", "int": "bigint", "double": "double", "bool": "boolean",
+                "timestamp": "timestamp"}
+
+
+def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, stream: str,
+                   recording: RecordingSpec) -> DataFrame:
+    files = input_index(storage, path, version)
+    events = sequenced(storage, path, version, [asdict(f) for f in files], 0,
+                       sum(f.rows for f in files), recording.time)
+    return events.select(
+        F.lit(order).alias(_ORDER), F.col(SEQ).alias(_STREAM_SEQ), F.lit(stream).alias(STREAM),
+        F.col(recording.time).alias(EVENT_TIME),
+        *(F.col(c).alias(column_name(stream, c)) for c in recording.columns))
+
+
+def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
+                 query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
+                 target: str, run_id: str) -> int:
+    """Write ``query``'s merged input to ``target`` once (idempotent); return its version."""
+    parts = [_stream_events(storage, warehouse.recording(name), versions[stream], order, stream,
+                            catalog.recording(name))
+             for order, (stream, name) in enumerate(query.inputs.items())]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+    ordered = union.orderBy(F.col(EVENT_TIME).asc_nulls_first(), _ORDER, _STREAM_SEQ)
+    columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
+        F.col(c).cast(_SPARK_TYPES[t]).alias(c)
+        for c, t in merged.columns.items() if c != PARTITION]
+    storage.write(ordered.select(*columns), target, txn=Txn(f"{run_id}/input", 0),
+                  metadata={"reprise.run": run_id, "reprise.inputs": str(versions)})
+    return storage.version(target)
