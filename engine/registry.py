@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from .catalog import CatalogError, QuerySpec, RecordingSpec
+from .catalog import QuerySpec, RecordingSpec
 from .operator import KeyedOperator
 from .qre.stream import QreOperator, parse_qre_query, qre_reference
 from .spj.inputs import merged_recording
+from .spj.stream import SpjOperator
 from .windows import (
     CountWindow,
     SessionWindow,
@@ -24,14 +25,6 @@ from .windows import (
 Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int], list[int]]]
 
 
-REPLAYABLE = ("window", "qre")
-
-
-def _unsupported(query: QuerySpec) -> CatalogError:
-    return CatalogError(query.source, "kind", f"kind {query.kind!r} cannot be replayed yet "
-                        f"(supported: {', '.join(REPLAYABLE)})")
-
-
 def input_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> RecordingSpec:
     """The recording a query is replayed from: its input, or the merged input of an SPJ query."""
     if query.kind == "spj":
@@ -39,30 +32,33 @@ def input_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> R
     return recordings[query.input]
 
 
-def operator_for(query: QuerySpec, recording: RecordingSpec) -> KeyedOperator:
-    """The incremental operator that replays ``query``."""
+def operator_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> KeyedOperator:
+    """The incremental operator that replays ``query`` (``recordings``: the catalog's)."""
+    recording = input_recording(query, recordings)
     if query.kind == "qre":
         return QreOperator(parse_qre_query(query, recording), name=query.name)
-    if query.kind != "window":
-        raise _unsupported(query)
+    if query.kind == "spj":
+        return SpjOperator(query, recordings, name=query.name)
     spec = parse_window_query(query, recording)
     kind = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
             "count": CountWindow}
     return kind[spec.kind](spec, name=query.name)
 
 
-def reference_for(query: QuerySpec, recording: RecordingSpec) -> Reference:
-    """The naive reference evaluation of ``query`` (events need ``__t`` and ``__seq``)."""
+def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> Reference:
+    """The naive reference evaluation of ``query`` (events need ``__t`` and ``__seq``); its
+    output is compared with the operator's :meth:`~KeyedOperator.final_view` of a run."""
+    recording = input_recording(query, recordings)
     if query.kind == "qre":
         qre = parse_qre_query(query, recording)
         return lambda events: qre_reference(events, qre)
-    if query.kind != "window":
-        raise _unsupported(query)
+    if query.kind == "spj":
+        return SpjOperator(query, recordings, name=query.name).reference
     spec = parse_window_query(query, recording)
 
-    def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int]]:
+    def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
         rows, late = window_reference(events, spec)
-        columns = operator_for(query, recording).output_schema.names
+        columns = operator_for(query, recordings).output_schema.names
         return pd.DataFrame(rows, columns=columns), late, []
 
     return run

@@ -205,33 +205,30 @@ def validate(
 
 @app.command()
 def analyze(
-    sql: Annotated[str, typer.Argument(help="SELECT ... FROM ... WHERE ... query")],
-    schema: Annotated[list[str], typer.Option(
-        "--schema", help='A stream and its integer attributes, e.g. "S(A,B,C)"; repeat')],
+    sql: Annotated[str | None, typer.Argument(help="SELECT ... FROM ... WHERE ... query")] = None,
+    schema: Annotated[list[str] | None, typer.Option(
+        "--schema", help='A stream and its integer attributes, e.g. "S(A,B,C)"; repeat')] = None,
     timestamp: Annotated[list[str] | None, typer.Option(
         "--timestamp", help='Application-time attribute of a stream, e.g. "S.ts"; repeat')]
         = None,
+    query: Annotated[str | None, typer.Option(
+        "--query", help="Analyse this spj query of the catalog (instead of SQL and --schema)")]
+        = None,
+    catalog: Catalog_ = Path("schemas"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON")] = False,
 ) -> None:
     """Decide whether an SPJ query runs in bounded memory, and explain the verdict."""
     import json
-    import re
 
     from engine.spj import SpjError
     from engine.spj import analyze as analyze_query
 
-    schemas: dict[str, list[str]] = {}
-    for text in schema:
-        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(([^)]*)\)\s*", text)
-        if not m:
-            _fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
-        schemas[m.group(1)] = [a.strip() for a in m.group(2).split(",") if a.strip()]
-    stamps = {}
-    for text in timestamp or []:
-        stream, dot, attr = text.partition(".")
-        if not dot or not attr:
-            _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
-        stamps[stream] = attr
+    if query is not None:
+        sql, schemas, stamps = _catalog_spj(catalog, query)
+    elif sql is None or not schema:
+        _fail("give a SQL query with --schema for each stream, or --query NAME of the catalog")
+    else:
+        schemas, stamps = _cli_schemas(schema, timestamp or [])
     try:
         result = analyze_query(sql, schemas, stamps or None)
     except SpjError as exc:
@@ -248,6 +245,41 @@ def analyze(
         if label in payload:
             console.print(f"  {label}: {json.dumps(payload[label], default=str)}",
                           highlight=False)
+
+
+def _cli_schemas(schema: list[str], timestamp: list[str]
+                 ) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """``--schema S(A,B)`` and ``--timestamp S.ts`` options as analyser arguments."""
+    import re
+
+    schemas: dict[str, list[str]] = {}
+    for text in schema:
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(([^)]*)\)\s*", text)
+        if not m:
+            _fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
+        schemas[m.group(1)] = [a.strip() for a in m.group(2).split(",") if a.strip()]
+    stamps = {}
+    for text in timestamp:
+        stream, dot, attr = text.partition(".")
+        if not dot or not attr:
+            _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
+        stamps[stream] = attr
+    return schemas, stamps
+
+
+def _catalog_spj(catalog: Path, name: str) -> tuple[str, dict, dict | None]:
+    """SQL, stream schemas and timestamps of the catalog's spj query ``name``."""
+    from engine.spj.stream import spj_schemas, spj_settings
+
+    try:
+        cat = load_catalog(catalog)
+        spec = cat.query(name)
+        if spec.kind != "spj":
+            _fail(f"query {name!r} is a {spec.kind} query, not spj")
+        sql, stamps, _ = spj_settings(spec)
+    except (CatalogError, KeyError) as exc:
+        _fail(str(exc).strip("'\""))
+    return sql, spj_schemas(spec, cat.recordings), stamps
 
 
 @app.command()

@@ -138,7 +138,7 @@ class Replay:
         """Create the run (or load it, checking it matches) and return its description."""
         query = self.catalog.query(query_name)
         recording = input_recording(query, self.catalog.recordings)
-        op = operator_for(query, recording)
+        op = operator_for(query, self.catalog.recordings)
         sources = self._pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan else query.batch
         fp = fingerprint(query, op)
@@ -202,7 +202,7 @@ class Replay:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest."""
         query = self.catalog.query(info.query)
         recording = input_recording(query, self.catalog.recordings)
-        op = operator_for(query, recording)
+        op = operator_for(query, self.catalog.recordings)
         done = self.manifest(info.run_id)
         batch = done.num_rows
         state_version = done.column("state_version")[-1].as_py() if done.num_rows else None

@@ -5,7 +5,6 @@ import dagster as dg
 import pandas as pd
 
 from engine.catalog import Catalog, QuerySpec, RecordingSpec
-from engine.registry import REPLAYABLE
 
 from .resources import SparkResource, WarehouseResource
 
@@ -95,7 +94,7 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
 
 
 def build_assets(catalog: Catalog) -> list[dg.AssetsDefinition]:
-    """Every recording and every replayable query of the catalog."""
+    """Every recording and every query of the catalog."""
     assets = [build_recording_asset(spec) for spec in catalog.recordings.values()]
-    assets += [build_replay_asset(q) for q in catalog.queries.values() if q.kind in REPLAYABLE]
+    assets += [build_replay_asset(q) for q in catalog.queries.values()]
     return assets

@@ -63,11 +63,11 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
 
         replay = warehouse.replay(spark)
         run_id = latest_run_id(context, key)
-        op = operator_for(query, replay.catalog.recording(query.input))
-        columns = [*op.output_schema.names, "batch"]
-        expectations = build_expectations(query.expectations, columns, op.output_keys,
-                                          query.source)
-        frame = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "output")).to_pandas()
+        op = operator_for(query, replay.catalog.recordings)
+        frame = op.final_view(replay.storage.read_arrow(
+            replay.warehouse.run_table(run_id, "output")).to_pandas())
+        expectations = build_expectations(query.expectations, list(frame.columns),
+                                          op.output_keys, query.source)
         suite = run_suite(frame, expectations, name=query.name)
         return dg.AssetCheckResult(passed=suite.success, metadata={
             "run_id": run_id, "evaluated": len(suite.results), "failed": len(suite.failed),

@@ -2,9 +2,10 @@
 
 from .analysis import Analysis, analyze
 from .errors import SpjError
+from .executor import SpjExecutor, SpjState
 from .reference import reference
 from .verdict import Violation
 from .witness import Family, Witness, states
 
-__all__ = ["Analysis", "Family", "SpjError", "Violation", "Witness", "analyze", "reference",
-           "states"]
+__all__ = ["Analysis", "Family", "SpjError", "SpjExecutor", "SpjState", "Violation", "Witness",
+           "analyze", "reference", "states"]
