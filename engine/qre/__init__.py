@@ -9,6 +9,7 @@ from .derivative import DerivativeEvaluator, DerivativeState
 from .errors import MissingFieldError, QREError, QRESyntaxError, QRETypeError
 from .evaluator import Evaluator, State, evaluate, run
 from .hierarchical import HierarchicalEvaluator, HierarchicalState
+from .kernel import Kernel, KernelRun, KernelStates, compile_kernel, kernel_for, kernel_reason
 from .reference import reference, reference_multiset, reference_poly
 from .strong import strongly_typed
 from .sugar import any_items, average, count, plus, suffix, total
@@ -25,6 +26,9 @@ __all__ = [
     "Evaluator",
     "HierarchicalEvaluator",
     "HierarchicalState",
+    "Kernel",
+    "KernelRun",
+    "KernelStates",
     "MissingFieldError",
     "Outcome",
     "QREError",
@@ -39,10 +43,13 @@ __all__ = [
     "bottom",
     "choice",
     "combine",
+    "compile_kernel",
     "count",
     "eps",
     "evaluate",
     "iterate",
+    "kernel_for",
+    "kernel_reason",
     "parse",
     "plus",
     "reference",

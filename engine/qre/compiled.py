@@ -8,15 +8,21 @@ transition: the next shape and a register-update program (expressions over the o
 and the item). Running a stream then costs one predicate vector, one table lookup and the
 update of a few registers per item. Shapes have deterministic structural keys, so a state
 pickles as (query, shape key, registers) and is rebuilt on load.
+
+``explore`` builds the whole automaton (finite for strongly typed queries) and numbers its shapes
+canonically; ``Automaton.dump`` / ``load`` then encode a state compactly and canonically as its
+shape number and typed register values (equal states give equal bytes). This encoding is shared
+with the numba kernel (``kernel.py``), so either engine can continue the other's state.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import QRETypeError
+from .errors import QREError, QRETypeError
 from .hierarchical import (
     HApply,
     HAtom,
@@ -30,10 +36,11 @@ from .hierarchical import (
     derive,
     to_qset,
 )
+from .minterms import TooComplex, minterms
 from .ops import Op, Pred
 from .strong import strongly_typed
 from .terms import Term, check_item
-from .values import Outcome
+from .values import UNIT, Outcome
 
 Sym = tuple[Any, ...]  # ("const", v) | ("reg", i) | ("item", op) | ("call", op, args)
 Code = Callable[[list[Any], Any], Any]
@@ -97,7 +104,10 @@ class _Shape:
     key: Any
     qset: QSet
     outs: list[Code]
+    out_syms: list[Sym]
     transitions: dict[tuple[bool, ...], tuple[_Shape, list[Code]]] = field(default_factory=dict)
+    #: The register-update program of each transition, as symbolic expressions.
+    programs: dict[tuple[bool, ...], list[Sym]] = field(default_factory=dict)
 
 
 class Machine:
@@ -145,8 +155,9 @@ class Machine:
     def _shape(self, key: Any, qset: QSet) -> _Shape:
         shape = self.shapes.get(key)
         if shape is None:
-            outs = [_compile(v) for node in qset for v in node.outs]
-            shape = self.shapes[key] = _Shape(key, qset, outs)
+            out_syms = [v for node in qset for v in node.outs]
+            shape = self.shapes[key] = _Shape(key, qset, [_compile(v) for v in out_syms],
+                                              out_syms)
         return shape
 
     def transition(self, shape: _Shape, truth: tuple[bool, ...]) -> tuple[_Shape, list[Code]]:
@@ -159,6 +170,7 @@ class Machine:
             canonical = self.decode(key)
             known = shape.transitions[truth] = (self._shape(key, canonical),
                                                 [_compile(e) for e in program])
+            shape.programs[truth] = program
         return known
 
     def _canon_set(self, qset: QSet, program: list[Sym]) -> Any:
@@ -245,3 +257,159 @@ class CompiledEvaluator:
             raise QRETypeError(f"the compiled engine needs a strongly typed query: {reason}")
         machine = Machine(query)
         return CompiledState(machine, machine.start, ())
+
+
+MAX_PREDICATES = 16
+MAX_SHAPES = 4096
+
+
+@dataclass
+class Automaton:
+    """Every reachable shape of a strongly typed query, numbered breadth first from the start
+    with the satisfiable predicate vectors (``symbols``, minterm order) as the alphabet."""
+
+    machine: Machine
+    symbols: list[tuple[bool, ...]]
+    shapes: list[_Shape]
+    index: dict[Any, int]
+
+    def step(self, shape: int, symbol: int) -> tuple[int, list[Sym]]:
+        """The next shape number and the symbolic register program of a transition."""
+        truth = self.symbols[symbol]
+        nxt, _ = self.machine.transition(self.shapes[shape], truth)
+        return self.index[nxt.key], self.shapes[shape].programs[truth]
+
+    def start(self) -> CompiledState:
+        """The state before any item."""
+        return CompiledState(self.machine, self.shapes[0], ())
+
+    def encode(self, shape: int, registers: tuple[Any, ...]) -> bytes:
+        """Canonical bytes of a state: the shape number, then each register as a typed value."""
+        out = bytearray()
+        _varint(out, shape)
+        for value in registers:
+            _pack(value, out)
+        return bytes(out)
+
+    def decode(self, blob: bytes) -> tuple[int, tuple[Any, ...]]:
+        """Inverse of ``encode``."""
+        shape, pos = _read_varint(blob, 0)
+        registers = []
+        while pos < len(blob):
+            value, pos = _unpack(blob, pos)
+            registers.append(value)
+        return shape, tuple(registers)
+
+    def dump(self, state: CompiledState) -> bytes:
+        """Canonical bytes of an interpreter state."""
+        shape = self.index.get(state.shape.key)
+        if shape is None:
+            raise QREError("the state left the explored automaton: an item satisfied a "
+                           "combination of predicates that the analysis found impossible")
+        return self.encode(shape, state.registers)
+
+    def load(self, blob: bytes) -> CompiledState:
+        """The interpreter state of canonical bytes."""
+        shape, registers = self.decode(blob)
+        return CompiledState(self.machine, self.shapes[shape], registers)
+
+
+_AUTOMATA: dict[str, Automaton | str] = {}
+
+
+def explore(query: Term) -> Automaton | str:
+    """The whole automaton of ``query`` (memoised per query text), or why it cannot be built."""
+    text = str(query)
+    if text not in _AUTOMATA:
+        _AUTOMATA[text] = _explore(query)
+    return _AUTOMATA[text]
+
+
+def _explore(query: Term) -> Automaton | str:
+    ok, reason = strongly_typed(query)
+    if not ok:
+        return f"the query is not strongly typed: {reason}"
+    machine = Machine(query)
+    if len(machine.preds) > MAX_PREDICATES:
+        return f"the query has {len(machine.preds)} predicates (at most {MAX_PREDICATES})"
+    try:
+        combos = minterms(machine.preds)
+    except TooComplex as err:
+        return f"cannot analyse the predicates: {err}"
+    symbols = [tuple(p.key in combo for p in machine.preds) for combo in combos]
+    shapes, index = [machine.start], {machine.start.key: 0}
+    for shape in shapes:  # grows while it is walked: breadth first
+        for truth in symbols:
+            nxt, _ = machine.transition(shape, truth)
+            if nxt.key not in index:
+                if len(shapes) == MAX_SHAPES:
+                    return f"the automaton has more than {MAX_SHAPES} shapes"
+                index[nxt.key] = len(shapes)
+                shapes.append(nxt)
+    return Automaton(machine, symbols, shapes, index)
+
+
+def _varint(out: bytearray, n: int) -> None:
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return result, pos
+
+
+def _pack(value: Any, out: bytearray) -> None:
+    """Append a typed value: ``u`` unit, ``T``/``F`` bools, ``i`` zigzag varint ints, ``f``
+    doubles, ``s`` strings, ``t`` tuples."""
+    if value is UNIT:
+        out += b"u"
+    elif isinstance(value, bool):
+        out += b"T" if value else b"F"
+    elif isinstance(value, int):
+        out += b"i"
+        _varint(out, 2 * value if value >= 0 else -2 * value - 1)
+    elif isinstance(value, float):
+        out += b"f" + struct.pack("<d", value)
+    elif isinstance(value, str):
+        data = value.encode()
+        out += b"s"
+        _varint(out, len(data))
+        out += data
+    elif isinstance(value, tuple):
+        out += b"t"
+        _varint(out, len(value))
+        for item in value:
+            _pack(item, out)
+    else:
+        raise QREError(f"cannot encode the value {value!r} of type {type(value).__name__} in a "
+                       "state")
+
+
+def _unpack(data: bytes, pos: int) -> tuple[Any, int]:
+    tag = data[pos:pos + 1]
+    pos += 1
+    if tag in (b"u", b"T", b"F"):
+        return {b"u": UNIT, b"T": True, b"F": False}[tag], pos
+    if tag == b"f":
+        return struct.unpack_from("<d", data, pos)[0], pos + 8
+    n, pos = _read_varint(data, pos)
+    if tag == b"i":
+        return (n >> 1) if not n & 1 else -((n + 1) >> 1), pos
+    if tag == b"s":
+        return data[pos:pos + n].decode(), pos + n
+    if tag != b"t":
+        raise QREError(f"corrupt state: unknown value tag {tag!r}")
+    items = []
+    for _ in range(n):
+        item, pos = _unpack(data, pos)
+        items.append(item)
+    return tuple(items), pos

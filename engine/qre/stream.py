@@ -9,6 +9,11 @@ or on batch boundaries. Output modes: ``every`` (a row for each event after whic
 value), ``changes`` (only when that value changes), ``final`` (the value at the end of the input).
 Items are the recording's columns; timestamp columns are given to the query as microseconds since
 the epoch.
+
+Strongly typed queries run on the numba kernel (``kernel.py``) whenever the released items'
+fields hold numbers, else on the compiled interpreter; both keep a key's state in the canonical
+encoding of the query's automaton, so they give the same outputs and the same state bytes and
+continue each other's states. Other queries run on the derivative engine, state pickled.
 """
 
 from __future__ import annotations
@@ -16,19 +21,23 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
-from .compiled import CompiledEvaluator
+from .compiled import Automaton, CompiledEvaluator, explore
 from .derivative import DerivativeEvaluator
 from .errors import QREError
-from .evaluator import evaluate
+from .evaluator import State, evaluate
+from .kernel import Kernel, column_kind, kernel_for
 from .strong import strongly_typed
 from .terms import Term
 from .text import parse
+from .values import Outcome
 
 OUTPUT_MODES = ("every", "changes", "final")
 NO_TIME = -(2**62)
@@ -111,16 +120,32 @@ def _items(events: pd.DataFrame, spec: QreSpec) -> list[dict]:
         if columns else [{} for _ in range(len(events))]
 
 
+@dataclass
+class _Run:
+    """The events of one key released in a step, in (event time, arrival) order."""
+
+    key: Any
+    row: dict
+    ready: list  # [event time, arrival seq, item]
+
+
+#: Per run: the outputs that may be emitted (index in the run, outcome) and the new state.
+Evaluated = tuple[list[tuple[int, Outcome]], bytes]
+
+
 class QreOperator(KeyedOperator):
     """The keyed QRE operator (see module docstring)."""
 
-    version = "1"
+    version = "2"
 
     def __init__(self, spec: QreSpec, name: str = "qre"):
         self.spec, self.name, self.key = spec, name, spec.key
         self.term: Term = parse(spec.text)
+        found = explore(self.term)
+        self.automaton: Automaton | None = found if isinstance(found, Automaton) else None
         strong, _ = strongly_typed(self.term)
         self.engine = CompiledEvaluator() if strong else DerivativeEvaluator
+        self.fields = tuple(sorted(self.term.fields))
         key_type = COLUMN_TYPES[spec.key_type]
         self.state_codec = StateCodec(pa.schema([
             (self.key, key_type), ("max_t", pa.int64()), ("evaluator", pa.binary()),
@@ -130,8 +155,21 @@ class QreOperator(KeyedOperator):
             ("arrival_seq", pa.int64()), ("value", pa.float64()), ("value_json", pa.string())])
         self.output_keys = [self.key] if spec.output == "final" else [self.key, "arrival_seq"]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (QreOperator, (self.spec, self.name))  # rebuilt, not pickled: holds compiled code
+
     def init(self) -> pd.DataFrame:
         return self.state_codec.schema.empty_table().to_pandas()
+
+    def _load(self, blob: bytes | None) -> State:
+        if self.automaton is not None:
+            return self.automaton.start() if blob is None else self.automaton.load(blob)
+        return self.engine.start(self.term) if blob is None else pickle.loads(blob)
+
+    def _dump(self, state: State) -> bytes:
+        if self.automaton is not None:
+            return self.automaton.dump(state)  # type: ignore[arg-type]
+        return pickle.dumps(state)
 
     def _emit(self, key, t: int, seq: int, outcome, last: str | None
               ) -> tuple[dict | None, str | None]:
@@ -142,30 +180,80 @@ class QreOperator(KeyedOperator):
             return None, last
         return row, row["value_json"]
 
-    def _release(self, key, row: dict, watermark: int) -> list[dict]:
-        pending = json.loads(row["pending"])
-        ready = sorted((p for p in pending if p[0] <= watermark), key=lambda p: (p[0], p[1]))
-        if not ready:
-            return []
-        row["pending"] = _dump_pending([p for p in pending if p[0] > watermark])
-        ev = (pickle.loads(row["evaluator"]) if row["evaluator"] is not None
-              else self.engine.start(self.term))
-        out, last = [], row["last"]
-        for t, seq, item in ready:
-            ev = ev.step(item)
-            if self.spec.output != "final":
-                emitted, last = self._emit(key, t, seq, ev.output(), last)
+    def _release(self, releases: list[tuple[Any, dict, int]]) -> list[dict]:
+        """Feed each key's buffered events up to its watermark to its evaluator."""
+        runs = []
+        for key, row, watermark in releases:
+            pending = json.loads(row["pending"])
+            ready = sorted((p for p in pending if p[0] <= watermark), key=lambda p: (p[0], p[1]))
+            if ready:
+                row["pending"] = _dump_pending([p for p in pending if p[0] > watermark])
+                runs.append(_Run(key, row, ready))
+        evaluated = self._kernel_runs(runs) if self.automaton is not None else {}
+        out = []
+        for n, run in enumerate(runs):
+            candidates, run.row["evaluator"] = evaluated.get(n) or self._interpret(run)
+            last = run.row["last"]
+            for i, outcome in candidates:
+                t, seq, _ = run.ready[i]
+                emitted, last = self._emit(run.key, t, seq, outcome, last)
                 if emitted:
                     out.append(emitted)
-            else:
+            if self.spec.output == "final":
+                t, seq, _ = run.ready[-1]
                 last = json.dumps([t, seq], default=str)
-        row["evaluator"], row["last"] = pickle.dumps(ev), last
+            run.row["last"] = last
         return out
+
+    def _interpret(self, run: _Run) -> Evaluated:
+        state, candidates = self._load(run.row["evaluator"]), []
+        for i, (_, _, item) in enumerate(run.ready):
+            state = state.step(item)
+            if self.spec.output != "final":
+                outcome = state.output()
+                if outcome.kind == "value":
+                    candidates.append((i, outcome))
+        return candidates, self._dump(state)
+
+    def _kernel_runs(self, runs: list[_Run]) -> dict[int, Evaluated]:
+        """The runs the kernel evaluates, by position: one call per combination of the kinds of
+        the fields' values (runs with mixed or non-numeric values are left to the interpreter)."""
+        groups: dict[tuple[str | None, ...], list[int]] = {}
+        for n, run in enumerate(runs):
+            kinds = tuple(column_kind([item[f] for _, _, item in run.ready]) for f in self.fields)
+            if None not in kinds:
+                groups.setdefault(kinds, []).append(n)
+        done: dict[int, Evaluated] = {}
+        for kinds, members in groups.items():
+            kernel = kernel_for(self.term, dict(zip(self.fields, kinds, strict=True)))
+            if kernel is not None:
+                evaluated = self._on_kernel(kernel, [runs[n] for n in members])
+                done.update((n, e) for n, e in zip(members, evaluated, strict=True)
+                            if e is not None)
+        return done
+
+    def _on_kernel(self, kernel: Kernel, group: list[_Run]) -> list[Evaluated | None]:
+        """One kernel call over ``group``; None for a run the kernel cannot take or hands back
+        (its state does not fit this kernel, or a step needs Python)."""
+        states, ok = kernel.load([run.row["evaluator"] for run in group])
+        bounds = np.cumsum([0, *(len(run.ready) for run in group)])
+        columns = {f: np.array([item[f] for run in group for _, _, item in run.ready])
+                   for f in self.fields}
+        result = kernel.run(columns, bounds, states, self.spec.output)
+        emit = result.kind == 1
+        if self.spec.output == "changes":
+            emit &= ~result.same  # equal to the previous value: never emitted
+        hits = np.flatnonzero(emit)
+        cuts = np.searchsorted(hits, bounds)
+        return [([(int(i - bounds[m]), kernel.outcome(result, i))
+                  for i in hits[cuts[m]:cuts[m + 1]]], kernel.dump(result.states, m))
+                if ok[m] and result.failed[m] < 0 else None for m in range(len(group))]
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         lateness = self.spec.lateness_us
         rows = {r[self.key]: r for r in state.to_dict("records")}
         outputs, late_idx, reasons, bad_idx, bad_reasons = [], [], [], [], []
+        releases = []
         events = batch.sort_values([self.key, SEQ], kind="stable")
         items = _items(events, self.spec)
         times = events[TIME].to_numpy(dtype="int64")
@@ -197,9 +285,10 @@ class QreOperator(KeyedOperator):
                 pending.append((t, int(seqs[i]), items[i]))
                 max_t = max(max_t, t)
             row["pending"], row["max_t"] = _dump_pending(pending), max_t
-            outputs += self._release(key, row, max_t - lateness)
+            releases.append((key, row, max_t - lateness))
             rows[key] = row
             start = stop
+        outputs += self._release(releases)
         late = events.iloc[late_idx].copy()
         late[REASON] = reasons
         rejected = events.iloc[bad_idx].copy()
@@ -209,13 +298,13 @@ class QreOperator(KeyedOperator):
                           rejected.reset_index(drop=True))
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        outputs = []
-        for row in state.to_dict("records"):
-            outputs += self._release(row[self.key], row, END_OF_INPUT)
+        rows = state.to_dict("records")
+        outputs = self._release([(row[self.key], row, END_OF_INPUT) for row in rows])
+        for row in rows:
             if self.spec.output == "final" and row["evaluator"] is not None:
                 t, seq = json.loads(row["last"])
                 emitted, _ = self._emit(row[self.key], t, seq,
-                                        pickle.loads(row["evaluator"]).output(), None)
+                                        self._load(row["evaluator"]).output(), None)
                 if emitted:
                     outputs.append(emitted)
         return self._frame(outputs)
