@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import sqlglot
+import sqlglot.errors
 import yaml
 
 COLUMN_TYPES: dict[str, pa.DataType] = {
@@ -101,6 +103,8 @@ class QuerySpec:
     query: Any
     output: str | None = None
     expectations: list[Any] = field(default_factory=list)
+    #: Derived input columns: name -> (Spark SQL expression, column type); see :func:`_derived`.
+    derived: dict[str, tuple[str, str]] = field(default_factory=dict)
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -178,7 +182,7 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
 
 
 _QUERY_FIELDS = {"name", "kind", "input", "inputs", "key", "time", "lateness", "batch", "query",
-                 "output", "expectations", "description", "allow_unbounded"}
+                 "output", "expectations", "description", "allow_unbounded", "derive"}
 
 
 def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
@@ -204,11 +208,12 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
             known = ", ".join(sorted(recordings)) or "none"
             raise CatalogError(source, fieldname, f"unknown recording {rec!r} (known: {known})")
     key = time = None
+    derived = _derived(doc.get("derive"), source, kind, recordings[next(iter(inputs.values()))])
     if kind != "spj":
         rec = recordings[inputs["input"]]
         key = doc.get("key", rec.key)
         time = doc.get("time", rec.time)
-        if key not in rec.columns:
+        if key not in rec.columns and key not in derived:
             raise CatalogError(source, "key", f"column {key!r} is not in recording {rec.name!r}")
         if time not in rec.columns or rec.columns[time] != "timestamp":
             raise CatalogError(source, "time",
@@ -222,7 +227,36 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     return QuerySpec(name=name, kind=kind, inputs=dict(inputs), key=key, time=time,
                      lateness_us=lateness, batch=_parse_batch(doc.get("batch"), source),
                      query=doc["query"], output=doc.get("output"), expectations=expectations,
-                     source=source, raw=doc)
+                     derived=derived, source=source, raw=doc)
+
+
+def _derived(value: Any, source: str, kind: str, rec: RecordingSpec
+             ) -> dict[str, tuple[str, str]]:
+    """``derive: {name: {sql: EXPR, type: T}}``: columns computed from the recording by Spark
+    SQL expressions (over the whole pinned input, ``__seq`` being the arrival order)."""
+    if value is None:
+        return {}
+    if kind == "spj" or not isinstance(value, dict):
+        raise CatalogError(source, "derive", "expected a mapping name: {sql: EXPR, type: T} "
+                           "(window and qre queries only)")
+    out = {}
+    for name, body in value.items():
+        where = f"derive.{name}"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) or name in rec.columns:
+            raise CatalogError(source, where, f"{name!r} must be an identifier that is not a "
+                               f"column of recording {rec.name!r}")
+        if not isinstance(body, dict) or set(body) != {"sql", "type"}:
+            raise CatalogError(source, where, "expected {sql: EXPR, type: T}")
+        if body["type"] not in COLUMN_TYPES:
+            raise CatalogError(source, f"{where}.type", f"expected one of "
+                               f"{', '.join(COLUMN_TYPES)}, got {body['type']!r}")
+        try:
+            sqlglot.parse_one(str(body["sql"]), read="spark")
+        except sqlglot.errors.ParseError as exc:
+            raise CatalogError(source, f"{where}.sql", f"not a Spark SQL expression: "
+                               f"{str(exc).splitlines()[0]}") from exc
+        out[str(name)] = (str(body["sql"]), body["type"])
+    return out
 
 
 @dataclass(frozen=True)

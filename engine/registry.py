@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pandas as pd
@@ -29,7 +30,11 @@ def input_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> R
     """The recording a query is replayed from: its input, or the merged input of an SPJ query."""
     if query.kind == "spj":
         return merged_recording(query, recordings)
-    return recordings[query.input]
+    recording = recordings[query.input]
+    if not query.derived:
+        return recording
+    columns = {**recording.columns, **{n: t for n, (_, t) in query.derived.items()}}
+    return dataclasses.replace(recording, columns=columns)
 
 
 def operator_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> KeyedOperator:

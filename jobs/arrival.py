@@ -6,6 +6,8 @@ commit order, rows in file order), and ``__t``, its event time in microseconds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -29,19 +31,31 @@ def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.In
     return out
 
 
+#: Catalog column types as Spark SQL types.
+SPARK_TYPES = {"string": "string", "int": "bigint", "double": "double", "bool": "boolean",
+               "timestamp": "timestamp"}
+
+
 def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict], lo: int,
-              hi: int, time_column: str) -> DataFrame:
+              hi: int, time_column: str, derived: Mapping[str, tuple[str, str]] | None = None
+              ) -> DataFrame:
     """Input events with arrival sequence in ``[lo, hi)``, with ``__seq`` and ``__t``.
 
     ``index`` lists the snapshot's files as :class:`plans.InputFile` dicts; only the files that
-    overlap ``[lo, hi)`` are read.
+    overlap ``[lo, hi)`` are read. ``derived`` adds the query's derived columns (name -> (Spark
+    SQL expression, catalog type)); they are computed over the whole pinned input, so window
+    expressions such as ``lag(x) over (partition by k order by __seq)`` see every earlier event.
     """
-    files = [f for f in index if f["offset"] < hi and f["offset"] + f["rows"] > lo]
+    whole = bool(derived)
+    files = index if whole else [f for f in index
+                                 if f["offset"] < hi and f["offset"] + f["rows"] > lo]
     df = storage.read_positioned(path, version, [f["uri"] for f in files])
     offsets = F.create_map(*[x for f in files for x in (F.lit(f["uri"]), F.lit(f["offset"]))]) \
         if files else F.create_map().cast("map<string,bigint>")
     seq = F.element_at(offsets, F.col(FILE_COLUMN)) + F.col(ROW_COLUMN)
-    df = df.withColumn(SEQ, seq)
+    df = df.withColumn(SEQ, seq).drop(FILE_COLUMN, ROW_COLUMN)
+    for name, (sql, typ) in (derived or {}).items():
+        df = df.withColumn(name, F.expr(sql).cast(SPARK_TYPES[typ]))
     if any(f["offset"] < lo or f["offset"] + f["rows"] > hi for f in files):
         df = df.where((F.col(SEQ) >= lo) & (F.col(SEQ) < hi))  # a file straddles a cut
-    return df.withColumn(TIME, F.unix_micros(F.col(time_column))).drop(FILE_COLUMN, ROW_COLUMN)
+    return df.withColumn(TIME, F.unix_micros(F.col(time_column)))

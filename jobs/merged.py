@@ -16,13 +16,11 @@ from engine.catalog import Catalog, QuerySpec, RecordingSpec
 from engine.operator import SEQ
 from engine.spj.inputs import EVENT_TIME, PARTITION, STREAM, column_name
 
-from .arrival import input_index, sequenced
+from .arrival import SPARK_TYPES, input_index, sequenced
 from .storage import DeltaStorage, Txn
 from .warehouse import Warehouse
 
 _ORDER, _STREAM_SEQ = "__order", "__stream_seq"
-_SPARK_TYPES = {"string": "string", "int": "bigint", "double": "double", "bool": "boolean",
-                "timestamp": "timestamp"}
 
 
 def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, stream: str,
@@ -46,7 +44,7 @@ def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
     ordered = union.orderBy(F.col(EVENT_TIME).asc_nulls_first(), _ORDER, _STREAM_SEQ)
     columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
-        F.col(c).cast(_SPARK_TYPES[t]).alias(c)
+        F.col(c).cast(SPARK_TYPES[t]).alias(c)
         for c, t in merged.columns.items() if c != PARTITION]
     storage.write(ordered.select(*columns), target, txn=Txn(f"{run_id}/input", 0),
                   metadata={"reprise.run": run_id, "reprise.inputs": str(versions)})

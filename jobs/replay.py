@@ -261,7 +261,8 @@ class Replay:
             steps = execute_finish(self.spark, plan)
         else:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
-                               bounds[group[0]][0], bounds[group[-1]][1], plan.time_column)
+                               bounds[group[0]][0], bounds[group[-1]][1], plan.time_column,
+                               query.derived)
             steps = execute_step(plan, events, info.buckets)
         shared = (time.perf_counter() - started) / len(group)
         reports = []

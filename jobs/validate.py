@@ -156,7 +156,8 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     time_column = query.time or recording.time
     key = query.key or recording.key
     events_all = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
-                           info.total, time_column).toPandas().sort_values(SEQ, kind="stable")
+                           info.total, time_column, query.derived).toPandas()
+    events_all = events_all.sort_values(SEQ, kind="stable")
     unplaceable = events_all[SEQ][events_all[key].isna() | events_all[TIME].isna()]
     events_pdf = events_all.drop(unplaceable.index)
     events_pdf[TIME] = events_pdf[TIME].astype("int64")

@@ -59,6 +59,18 @@ query:
 """
 
 
+DERIVED_QUERY = """\
+name: ev_d
+kind: qre
+input: ev
+lateness: 3s
+output: changes
+derive:
+  dv: {sql: "v - lag(v) over (partition by k order by __seq)", type: int}
+query: "iter(eps(0), atom(dv < 0, 1) | atom(dv >= 0, 0), +)"
+"""
+
+
 def small_catalog(root: Path):
     """A catalog with one recording ``ev``, a tumbling-window query ``ev_w`` and a QRE ``ev_q``."""
     (root / "recordings").mkdir(parents=True, exist_ok=True)
@@ -68,6 +80,7 @@ def small_catalog(root: Path):
     (root / "queries" / "ev_q.yaml").write_text(QRE_QUERY)
     (root / "queries" / "ev_s.yaml").write_text(SESSION_QUERY)
     (root / "queries" / "ev_c.yaml").write_text(COUNT_QUERY)
+    (root / "queries" / "ev_d.yaml").write_text(DERIVED_QUERY)
     return load_catalog(root)
 
 

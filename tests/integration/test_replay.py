@@ -163,3 +163,16 @@ def test_session_and_count_replays_equal_reference_and_ignore_the_plan(spark, st
         assert validate_run(replay, replay.catalog, info.run_id).ok
         results.append(output_rows(replay, info.run_id))
     assert results[0] == results[1] and len(results[0]) > 1
+
+
+def test_derived_column_sees_earlier_batches_and_ignores_the_plan(spark, storage):
+    """``dv`` is a lag over arrival order: a batch's first event needs the previous batch."""
+    replay = make_replay(spark, storage, n=160, commits=2, seed=21)
+    results = []
+    for plan in ("rows:5", "commit"):
+        info = replay.prepare("ev_d", plan=plan, run_id=f"d-{plan.replace(':', '')}")
+        replay.run(info)
+        report = validate_run(replay, replay.catalog, info.run_id)
+        assert report.ok, (report.diff, report.late_mismatch)
+        results.append(output_rows(replay, info.run_id))
+    assert results[0] == results[1] and len(results[0]) > 3
