@@ -55,13 +55,14 @@ from .checker import check as fig2
 from .closure import INF, Closure
 from .errors import SpjError
 from .lto import Spj, refs, spj_of
-from .model import DUP_INSENSITIVE, OTHER, Atom, Attr, Query
+from .model import DUP_INSENSITIVE, OTHER, Aggregate, Atom, Attr, Query
 from .parse import Schemas
 from .rules import spj_verdict
 from .synopsis import spj_synopsis
 
 Row = Mapping[str, Any]
 Event = tuple[str, Row]
+_Refs = tuple[tuple[int, ...], tuple[int, ...]]  # MaxRef and MinRef positions of a bucket
 SYNOPSIS, FULL_HISTORY = "synopsis", "full-history"
 _FORMAT = 1
 _STR_TYPES = {"string", "str", "varchar", "text", "char"}
@@ -332,7 +333,12 @@ def _refusal(a: Analysis) -> str:
 
 
 class SpjExecutor:
-    """Run one SPJ(+aggregate) query incrementally: ``init``, ``step``, ``encode``/``decode``."""
+    """Run one SPJ(+aggregate) query incrementally: ``init``, ``step``, ``encode``/``decode``.
+
+    Attributes: ``analysis`` (the analyser's verdict), ``mode`` (``"synopsis"`` or
+    ``"full-history"``), ``kind`` (``"bag"``, ``"set"`` or ``"agg"``), ``bound`` (the memory bound
+    in units of the synopsis run, None on the full history) and ``output_columns``.
+    """
 
     def __init__(self, sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = None,
                  allow_unbounded: bool = False, mode: str | None = None):
@@ -344,19 +350,14 @@ class SpjExecutor:
         self.analysis: Analysis = analyze(sql, schemas, timestamps)
         query = self.analysis.query
         source = self._synopsis_source()
-        if not self.analysis.bounded and not allow_unbounded:
-            raise SpjError(str(source))
-        if isinstance(source, str) and (mode == SYNOPSIS or (mode is None and not allow_unbounded)):
-            raise SpjError(source)
-        if isinstance(source, str) or mode == FULL_HISTORY:
-            self.mode = FULL_HISTORY
-            self.bound: int | None = None
+        self.mode = self._choose_mode(source, mode, allow_unbounded)
+        self.kind = "agg" if query.aggregate else "set" if query.distinct else "bag"
+        self.bound: int | None = None
+        if self.mode == SYNOPSIS:
+            spj, cl, self.bound = source
+        else:
             spj = self._full_spj()
             cl = spj.closure()
-        else:
-            self.mode = SYNOPSIS
-            spj, cl, self.bound = source
-        self.kind = "agg" if query.aggregate else "set" if query.distinct else "bag"
         self._compile(spj, cl)
         self._read = self._read_columns(schemas)
         names = _names(query)
@@ -370,7 +371,7 @@ class SpjExecutor:
         if not a.bounded:
             return _refusal(a)
         q, v = a.query, a._verdict
-        units = a.synopsis.units if a.synopsis is not None else 0
+        units = a.synopsis.units
         if q.timestamps and not q.aggregate and not q.distinct:
             v = spj_verdict(q)
             if not v.bounded:
@@ -385,6 +386,17 @@ class SpjExecutor:
                     "LTO query: not supported by the synopsis executor yet; allow_unbounded=True "
                     "runs it on the full history")
         return v.spj, v.closure, units
+
+    def _choose_mode(self, source: tuple[Spj, Closure, int] | str, mode: str | None,
+                     allow_unbounded: bool) -> str:
+        """Synopses when possible; the full history only if asked for or allowed."""
+        if not self.analysis.bounded and not allow_unbounded:
+            raise SpjError(str(source))
+        if not isinstance(source, str):
+            return mode or SYNOPSIS
+        if mode == SYNOPSIS or (mode is None and not allow_unbounded):
+            raise SpjError(source)
+        return FULL_HISTORY
 
     def _full_spj(self) -> Spj:
         q = self.analysis.query
@@ -405,9 +417,9 @@ class SpjExecutor:
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self, spj: Spj, cl: Closure) -> None:
+        """Tuple layouts, filters, bucket keys and aggregates per occurrence, then join plans."""
         q = self.analysis.query
-        self._cl, self._spj = cl, spj
-        self._occs = tuple(spj.occs)
+        self._cl, self._spj, self._occs = cl, spj, tuple(spj.occs)
         n = len(self._occs)
         sensitive = any(a.func not in DUP_INSENSITIVE for a in q.aggregates)
         self._bucketed = self.mode == SYNOPSIS and n > 1
@@ -427,11 +439,16 @@ class SpjExecutor:
         self._group_slots = tuple(self._slot[a] for a in q.group_by)
         self._aggs = [self._agg(a) for a in q.aggregates]
         self._agg_on = [[(k, g) for k, g in enumerate(self._aggs) if g.occ == i] for i in range(n)]
-        keyed = set(self._atom_attrs) | set(spj.proj) | set(q.group_by)
+        keyed = self._atom_attrs | set(spj.proj) | set(q.group_by)
         self._key = [tuple((p, self._isint[i][p]) for p, a in enumerate(cols) if a in keyed)
                      for i, cols in enumerate(self._cols)]
         self._filters = [self._filter(i) for i in range(n)]
         self._start = [tuple((self._slot[a], p) for p, a in enumerate(c)) for c in self._cols]
+        self._ref_cache: dict[tuple[int, tuple], _Refs | None] = {}
+        self._compile_joins()
+
+    def _compile_joins(self) -> None:
+        n = len(self._occs)
         self._plans = [self._plan(i) for i in range(n)]
         self._ready = [self._proj_ready(i) for i in range(n)]
         lookups: list[set[tuple[int, ...]]] = [set() for _ in range(n)]
@@ -440,10 +457,8 @@ class SpjExecutor:
                 if st.key:
                     lookups[st.occ].add(st.key)
         self._lookups = [tuple(sorted(k)) for k in lookups]
-        self._ref_cache: dict[tuple[int, tuple], tuple[tuple[int, ...], tuple[int, ...]] | None] \
-            = {}
 
-    def _agg(self, agg) -> _Agg:
+    def _agg(self, agg: Aggregate) -> _Agg:
         if agg.arg is None:
             return _Agg(agg.func, None, None)
         i = self._occs.index(agg.arg.occ)
@@ -631,13 +646,13 @@ class SpjExecutor:
             for rep in bucket.roles.values():
                 self._join(i, _Entry(rep, 1, bucket.parts), env, views, sink)
 
-    def _refs(self, i: int, b: tuple) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    def _refs(self, i: int, b: tuple) -> _Refs | None:
         """MaxRef/MinRef positions of bucket ``b`` (Def 7.3), None if the bucket cannot join."""
         if (i, b) not in self._ref_cache:
             self._ref_cache[(i, b)] = self._bucket_refs(i, b)
         return self._ref_cache[(i, b)]
 
-    def _bucket_refs(self, i: int, b: tuple) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    def _bucket_refs(self, i: int, b: tuple) -> _Refs | None:
         pins: list[Atom] = []
         consts = self._consts
         for (p, isint), c in zip(self._key[i], b, strict=True):
@@ -665,11 +680,16 @@ class SpjExecutor:
         if not mx and not mn and "first" not in roles:
             roles["first"], changed = t, True
         for k, a in self._agg_on[i]:
-            old = bucket.parts.get(k, a.empty())
-            before = a.final(old) if a.kind == "ext" else len(old)
-            new = bucket.parts[k] = a.merge(old, a.part(t[a.pos], 1), 1, True)
-            changed |= before != (a.final(new) if a.kind == "ext" else len(new))
+            changed |= self._fold_part(bucket.parts, k, a, t[a.pos])
         return changed
+
+    @staticmethod
+    def _fold_part(parts: dict[int, Any], k: int, a: _Agg, v: Any) -> bool:
+        """Fold one argument value into a set bucket's partial aggregate; True if it changed."""
+        old = parts.get(k, a.empty())
+        mark = len(old) if a.kind == "map" else old  # maps are updated in place
+        new = parts[k] = a.merge(old, a.part(v, 1), 1, True)
+        return mark != (len(new) if a.kind == "map" else new)
 
     def _join(self, i: int, entry: _Entry, env: list, views: Sequence[_Store],
               sink: _Sink) -> None:
@@ -740,6 +760,12 @@ class SpjExecutor:
         if (doc.get("query"), doc.get("mode")) != (self._fingerprint, self.mode):
             raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
                            f"runs {self.analysis.sql!r} in {self.mode} mode")
+        try:
+            return self._rebuild(doc)
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            raise SpjError(f"malformed executor state: {err!r}") from None
+
+    def _rebuild(self, doc: dict) -> SpjState:
         state = self.init()
         state.emitted = {tuple(r) for r in doc["emitted"]}
         state.groups = {tuple(g): [a.decode(x) for a, x in zip(self._aggs, acc, strict=True)]

@@ -8,12 +8,16 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from .model import Aggregate, Attr, Query
+from .model import Aggregate, Atom, Attr, Query
 from .parse import Schemas, parse
 
 Row = Mapping[str, Any]
 Streams = Mapping[str, Sequence[Row]]
 Result = Counter | set
+
+
+def _has_null(atom: Atom, env: dict[Attr, Any]) -> bool:
+    return any(isinstance(t, Attr) and env[t] is None for t in (atom.left, atom.right))
 
 
 def _matches(query: Query, streams: Streams) -> list[dict[Attr, Any]]:
@@ -32,10 +36,8 @@ def _matches(query: Query, streams: Streams) -> list[dict[Attr, Any]]:
         for row in streams.get(query.occurrences[occs[i]], ()):
             for a in query.attrs(occs[i]):
                 env[a] = row.get(a.name)
-            try:
-                ok = all(atom.holds(env) for atom in checks[i])
-            except TypeError:  # NULL in a compared attribute: never satisfies the conjunction
-                ok = False
+            # NULL in a compared attribute never satisfies a comparison (not even NULL = NULL)
+            ok = all(not _has_null(atom, env) and atom.holds(env) for atom in checks[i])
             if ok:
                 go(i + 1, env)
 

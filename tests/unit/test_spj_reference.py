@@ -37,3 +37,11 @@ def test_aggregates() -> None:
 def test_nulls_never_satisfy_predicates() -> None:
     streams = {"S": [{"A": None, "B": 1}, {"A": 3, "B": 1}], "T": []}
     assert reference("SELECT B FROM S WHERE A > 0", S2, streams) == Counter({(1,): 1})
+
+
+def test_null_never_joins_not_even_with_null():
+    streams = {"S": [{"A": None, "B": 1}, {"A": 2, "B": 1}], "T": [{"D": None, "E": 0},
+                                                                  {"D": 2, "E": 0}]}
+    result = reference("SELECT S.B FROM S, T WHERE S.A = T.D", {"S": ["A", "B"], "T": ["D", "E"]},
+                       streams)
+    assert result == Counter({(1,): 1})  # only the 2 = 2 pair
