@@ -43,6 +43,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.tumbling
 	$(BIN)/python -m benchmarks.sliding
+	$(BIN)/python -m benchmarks.qre_kernel
+	$(BIN)/python -m benchmarks.qre_replay
+	$(BIN)/python -m benchmarks.spj_memory
 
 clean:
 	rm -rf warehouse .pytest_cache .ruff_cache
