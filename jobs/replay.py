@@ -28,7 +28,15 @@ from engine.registry import input_recording, operator_for
 
 from . import plans
 from .arrival import input_index, sequenced
-from .keyed import KINDS, StepFiles, StepPlan, bucket_of_file, execute_finish, execute_step
+from .keyed import (
+    KINDS,
+    StepFiles,
+    StepPlan,
+    bucket_of_file,
+    execute_direct,
+    execute_finish,
+    execute_step,
+)
 from .merged import merge_inputs
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
@@ -64,6 +72,8 @@ class RunInfo:
     query_spec: dict = field(default_factory=dict)
     #: Pinned version of each input recording, by its name in the query's ``inputs``.
     sources: dict[str, int] = field(default_factory=dict)
+    #: How events reach the bucket workers (fixed per run: the two hash keys differently).
+    exchange: str = "spark"
 
     @property
     def batches(self) -> int:
@@ -129,9 +139,13 @@ class Replay:
     catalog: Catalog
     #: Consecutive batches run by one Spark job (each still commits on its own).
     batches_per_job: int = field(
-        default_factory=lambda: int(os.environ.get("REPRISE_BATCHES_PER_JOB", "8")))
+        default_factory=lambda: int(os.environ.get("REPRISE_BATCHES_PER_JOB", "32")))
     #: Upper bound on the events of one Spark job (bounds worker memory).
     rows_per_job: int = 2_000_000
+    #: ``direct``: each bucket's task reads the input files itself (no shuffle; every task reads
+    #: the range); ``spark``: Spark reads and shuffles the events to the buckets. Queries with
+    #: derived columns always use ``spark``.
+    exchange: str = field(default_factory=lambda: os.environ.get("REPRISE_EXCHANGE", "direct"))
 
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
@@ -169,12 +183,19 @@ class Replay:
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
                        operator=f"{op.name}@{op.version}", query_spec=query.raw,
-                       sources=sources)
+                       sources=sources,
+                       exchange="spark" if query.derived else self._exchange())
         run_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = run_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
         os.replace(tmp, run_file)
         return info
+
+    def _exchange(self) -> str:
+        if self.exchange not in ("direct", "spark"):
+            raise ReplayError(f"unknown exchange {self.exchange!r} (REPRISE_EXCHANGE): use "
+                              "direct or spark")
+        return self.exchange
 
     def _pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:
         """The version of each input recording the run reads (the latest unless ``version``)."""
@@ -260,10 +281,14 @@ class Replay:
         if finish:
             steps = execute_finish(self.spark, plan)
         else:
-            events = sequenced(self.storage, info.input_path, info.input_version, info.files,
-                               bounds[group[0]][0], bounds[group[-1]][1], plan.time_column,
-                               query.derived)
-            steps = execute_step(plan, events, info.buckets)
+            lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
+            if info.exchange == "direct":
+                files = [f for f in info.files if f["offset"] < hi and f["offset"] + f["rows"] > lo]
+                steps = execute_direct(self.spark, plan, files, info.buckets)
+            else:
+                events = sequenced(self.storage, info.input_path, info.input_version, info.files,
+                                   lo, hi, plan.time_column, query.derived)
+                steps = execute_step(plan, events, info.buckets)
         shared = (time.perf_counter() - started) / len(group)
         reports = []
         for batch in group:

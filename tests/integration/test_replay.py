@@ -138,6 +138,24 @@ def test_batches_per_job_does_not_change_the_result(spark, storage):
     pd.testing.assert_frame_equal(manifests[0], manifests[2])
 
 
+@pytest.mark.parametrize("query", ["ev_w", "ev_q"])
+def test_exchange_does_not_change_the_result(spark, storage, query):
+    """Buckets fed by Spark's shuffle or by each task reading the files: the same run."""
+    replay = make_replay(spark, storage, n=250, commits=3, seed=17)
+    outputs, infos = [], []
+    for exchange in ("spark", "direct"):
+        replay.exchange = exchange
+        info = replay.prepare(query, plan="rows:30", run_id=f"{query}-{exchange}")
+        replay.run(info)
+        assert info.exchange == exchange
+        assert validate_run(replay, replay.catalog, info.run_id).ok
+        outputs.append(output_rows(replay, info.run_id))
+        infos.append(info)
+    assert outputs[0] == outputs[1] and outputs[0]
+    replay.exchange = "spark"  # a resumed run keeps the exchange it started with
+    assert replay.prepare(query, run_id=infos[1].run_id).exchange == "direct"
+
+
 def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
     replay = make_replay(spark, storage, n=150, commits=3, seed=9)  # null values are rejected
     results = []
