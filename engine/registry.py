@@ -19,6 +19,7 @@ from .windows import (
     TumblingWindow,
     parse_window_query,
     window_reference,
+    window_updates_reference,
 )
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
@@ -50,9 +51,12 @@ def operator_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> Keye
     return kind[spec.kind](spec, name=query.name)
 
 
-def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> Reference:
+def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec],
+                  cuts: list[int] | None = None) -> Reference:
     """The naive reference evaluation of ``query`` (events need ``__t`` and ``__seq``); its
-    output is compared with the operator's :meth:`~KeyedOperator.final_view` of a run."""
+    output is compared with the operator's :meth:`~KeyedOperator.final_view` of a run.
+    ``cuts`` (the run's batch plan) is needed by window queries in updates mode, whose early rows
+    depend on where the batches end."""
     recording = input_recording(query, recordings)
     if query.kind == "qre":
         qre = parse_qre_query(query, recording)
@@ -60,10 +64,15 @@ def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> Ref
     if query.kind == "spj":
         return SpjOperator(query, recordings, name=query.name).reference
     spec = parse_window_query(query, recording)
+    columns = operator_for(query, recordings).output_schema.names
 
     def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
+        if spec.emit == "updates":
+            if cuts is None:
+                raise ValueError(f"{query.name}: the updates-mode reference needs the batch plan")
+            rows, late = window_updates_reference(events, spec, cuts)
+            return pd.DataFrame(rows, columns=[*columns, "batch"]), late, []
         rows, late = window_reference(events, spec)
-        columns = operator_for(query, recordings).output_schema.names
         return pd.DataFrame(rows, columns=columns), late, []
 
     return run

@@ -161,8 +161,8 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     unplaceable = events_all[SEQ][events_all[key].isna() | events_all[TIME].isna()]
     events_pdf = events_all.drop(unplaceable.index)
     events_pdf[TIME] = events_pdf[TIME].astype("int64")
-    reference_out, reference_late, reference_rejected = reference_for(query, catalog.recordings)(
-        events_pdf)
+    reference = reference_for(query, catalog.recordings, info.cuts)
+    reference_out, reference_late, reference_rejected = reference(events_pdf)
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
     output = _micros(replay.storage.read_arrow(tables["output"]))

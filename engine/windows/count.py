@@ -9,6 +9,12 @@ times of its first and last event). Events left over at the end of the input tha
 complete a multiple of ``every`` emit nothing. State per key: the buffered events, the last
 ``size - 1`` released events and the released count, so it is bounded by the window and the
 lateness.
+
+Released events are the cells of a grid (one per position), and window ``k`` is the cells
+``k - size + 1 .. k``, assembled like sliding windows (:mod:`engine.windows.partials`). In
+updates mode, when a key releases events, each window not yet complete that already holds
+released events (positions ``k`` above the released count ``r`` with ``k - size < r``) is
+emitted as an early row over its released events.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..operator import SEQ, TIME, StateCodec, StepResult
+from .partials import arrow_type, column_values
+from .segments import Segments
 from .spec import WindowSpec
 from .tumbling import NO_TIME, TumblingWindow, split_late
 
@@ -29,17 +37,18 @@ END_OF_INPUT = 2**62
 class CountWindow(TumblingWindow):
     """Count windows per key (see module docstring); aggregates as for time windows."""
 
-    version = "1"
+    version = "2"
 
     def __init__(self, spec: WindowSpec, name: str = "count"):
         super().__init__(spec, name)
         fields = [pa.field(self.key, COLUMN_TYPES[spec.key_type]), pa.field("role", pa.int64()),
                   pa.field("t", pa.int64()), pa.field("seq", pa.int64()),
                   pa.field("released", pa.int64())]
-        fields += [pa.field(f"v_{c}", pa.float64()) for c in spec.value_columns]
+        fields += [pa.field(f"v_{c}", arrow_type(spec.value_types[c]))
+                   for c in spec.value_columns]
         self.state_codec = StateCodec(pa.schema(fields), [self.key, "role", "t", "seq"])
         self.output_schema = self.output_schema.insert(3, pa.field("position", pa.int64()))
-        self.output_keys = [self.key, "position"]
+        self.output_keys = [self.key, "position", *(["final", "batch"] if self.updates else [])]
 
     @property
     def size(self) -> int:
@@ -49,9 +58,6 @@ class CountWindow(TumblingWindow):
     def every(self) -> int:
         return self.spec.slide
 
-    def _empty_output(self) -> pd.DataFrame:
-        return pd.DataFrame(columns=self.output_schema.names)
-
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         keys = state[state["role"] == KEY]
         prior = pd.Series(keys["t"].to_numpy(dtype="int64"), index=keys[self.key].to_numpy())
@@ -60,68 +66,94 @@ class CountWindow(TumblingWindow):
                                 "t": on_time[TIME].to_numpy(dtype="int64"),
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})
         for col in self.spec.value_columns:
-            arrived[f"v_{col}"] = on_time[col].astype("float64").to_numpy()
+            arrived[f"v_{col}"] = column_values(on_time, col, self.spec.value_types[col])
         max_t = pd.concat([prior, arrived.groupby(self.key, sort=False)["t"].max()]).groupby(
             level=0, sort=False).max()
         rows = pd.concat([state[state["role"] != KEY], arrived], ignore_index=True)
-        output, kept, released = self._release(rows, keys, max_t - self.spec.lateness_us)
+        output, kept, released = self._release(rows, keys, max_t - self.spec.lateness_us,
+                                                self.updates)
         key_rows = pd.DataFrame({self.key: max_t.index.to_numpy(), "role": KEY,
                                  "t": max_t.to_numpy(dtype="int64"), "seq": 0})
         key_rows["released"] = key_rows[self.key].map(released).fillna(0).astype("int64")
         for col in self.spec.value_columns:
-            key_rows[f"v_{col}"] = np.nan
+            key_rows[f"v_{col}"] = None if self.spec.value_types[col] == "string" else np.nan
         new_state = pd.concat([key_rows, kept], ignore_index=True)[self.state_codec.schema.names]
         return StepResult(new_state, output, late.reset_index(drop=True))
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         keys = state[state["role"] == KEY]
         watermark = pd.Series(END_OF_INPUT, index=keys[self.key].to_numpy())
-        return self._release(state[state["role"] != KEY], keys, watermark)[0]
+        return self._release(state[state["role"] != KEY], keys, watermark, False)[0]
 
-    def _release(self, rows: pd.DataFrame, keys: pd.DataFrame, watermark: pd.Series
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
+    def _release(self, rows: pd.DataFrame, keys: pd.DataFrame, watermark: pd.Series,
+                 early: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
         """Release buffered events up to each key's watermark and emit the windows they
-        complete: (output, kept tail and pending rows, released count per key)."""
+        complete (and, if ``early``, the open windows they enter): (output, kept tail and
+        pending rows, released count per key)."""
         counts = pd.Series(keys["released"].to_numpy(dtype="int64"),
                            index=keys[self.key].to_numpy())
         mark = rows[self.key].map(watermark).fillna(NO_TIME).to_numpy(dtype="int64")
         ready = (rows["role"].to_numpy() == TAIL) | (rows["t"].to_numpy(dtype="int64") <= mark)
         waiting = rows[~ready]
-        seq = rows[ready].sort_values([self.key, "role", "t", "seq"], kind="stable")
         # tail rows (role 1) precede released ones (role 2) of the same key
+        seq = rows[ready].sort_values([self.key, "role", "t", "seq"], kind="stable")
         seq = seq.reset_index(drop=True)
+        key_code, uniques = pd.factorize(seq[self.key].to_numpy())
+        n_keys = len(uniques)
         is_new = (seq["role"] == PENDING).to_numpy()
-        before = seq[self.key].map(counts).fillna(0).to_numpy(dtype="int64")
-        new_rank = seq.assign(__n=is_new.astype("int64")).groupby(
-            self.key, sort=False)["__n"].cumsum().to_numpy()
-        position = before + new_rank
-        emit = is_new & (position % self.every == 0)
-        grouped = seq.groupby(self.key, sort=False)
-        window = {"rows": grouped["t"].rolling(self.size, min_periods=1).count(),
-                  "window_start": grouped["t"].rolling(self.size, min_periods=1).min()}
-        for col in self.spec.value_columns:
-            roll = grouped[f"v_{col}"].rolling(self.size, min_periods=1)
-            window.update({f"n_{col}": roll.count(), f"sum_{col}": roll.sum(),
-                           f"min_{col}": roll.min(), f"max_{col}": roll.max()})
-        frame = pd.DataFrame({k: v.reset_index(level=0, drop=True).sort_index().to_numpy()
-                              for k, v in window.items()})
-        frame[self.key] = seq[self.key].to_numpy()
-        frame["window_end"] = seq["t"].to_numpy()
-        frame["position"] = position
-        frame = frame[emit]
-        frame["rows"] = frame["rows"].astype("int64")
-        frame["window_start"] = frame["window_start"].astype("int64")
-        for col in self.spec.value_columns:
-            frame[f"n_{col}"] = frame[f"n_{col}"].astype("int64")
-            frame[f"sum_{col}"] = frame[f"sum_{col}"].fillna(0)
-            if self.spec.value_types[col] == "int":
-                frame[f"sum_{col}"] = frame[f"sum_{col}"].round().astype("int64")
-        output = self._emit(frame)
-        output.insert(3, "position", frame.sort_values(
-            [self.key, "window_start"], kind="stable")["position"].to_numpy())
-        output = output.sort_values([self.key, "position"], kind="stable").reset_index(drop=True)
+        before = counts.reindex(uniques).fillna(0).to_numpy(dtype="int64")
+        fresh = np.bincount(key_code, weights=is_new, minlength=n_keys).astype("int64")
+        held = np.bincount(key_code, minlength=n_keys)
+        after = before + fresh
+        index_in_key = np.arange(len(seq)) - np.repeat(np.cumsum(held) - held, held)
+        position = (before - (held - fresh))[key_code] + index_in_key + 1
+        output = self._windows_of(seq, key_code, uniques, position, before, after, early)
         tail = seq.assign(role=TAIL).groupby(self.key, sort=False).tail(self.size - 1)
         kept = pd.concat([tail, waiting], ignore_index=True)
-        released = counts.add(pd.Series(is_new.astype("int64")).groupby(
-            seq[self.key].to_numpy()).sum(), fill_value=0)
+        released = pd.Series(after, index=uniques).combine_first(counts)
         return output, kept, released
+
+    def _windows_of(self, seq: pd.DataFrame, key_code: np.ndarray, uniques: np.ndarray,
+                    position: np.ndarray, before: np.ndarray, after: np.ndarray, early: bool
+                    ) -> pd.DataFrame:
+        """Windows at the multiples of ``every`` in ``(before, after]`` per key (final) and, if
+        ``early``, those above ``after`` already holding released events (early rows)."""
+        size, every = self.size, self.every
+        first = (before // every + 1) * every
+        last_final = after // every * every
+        last = np.where(early & (after > before), (after + size - 1) // every * every,
+                        last_final)
+        count = np.maximum((last - first) // every + 1, 0)
+        if not count.sum():
+            return self._empty_output()
+        lo = first - size + 1  # position of each key's first grid cell
+        cells = np.where(count > 0, last - lo + 1, 0)
+        offset = np.concatenate([[0], np.cumsum(cells)[:-1]])
+        inside = (count[key_code] > 0) & (position >= lo[key_code]) & \
+            (position <= last[key_code])
+        cell = offset[key_code] + position - lo[key_code]
+        total = int(cells.sum())
+        window_key = np.repeat(np.arange(len(uniques)), count)
+        j = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        at = first[window_key] + j * every  # window positions
+        pos = offset[window_key] + at - size + 1 - lo[window_key]
+        events = pd.DataFrame({TIME: seq["t"].to_numpy(dtype="int64"),
+                               SEQ: seq["seq"].to_numpy(dtype="int64")})
+        for col in self.spec.value_columns:
+            events[col] = seq[f"v_{col}"].to_numpy()
+        events = events[inside]
+        parts = self.plan.of_events(events, Segments.each(len(events)))
+        results = self.plan.window(parts, cell[inside], total, pos, size)
+        times = np.zeros(total + size, dtype="int64")
+        times[cell[inside]] = events[TIME].to_numpy()
+        start_at = np.maximum(at - size + 1, 1)
+        end_at = np.minimum(at, after[window_key])
+        frame = self._emit(uniques[window_key],
+                           times[offset[window_key] + start_at - lo[window_key]],
+                           times[offset[window_key] + end_at - lo[window_key]], results,
+                           final=False)
+        frame.insert(3, "position", at)
+        if self.updates:
+            frame["final"] = at <= after[window_key]
+        return frame.sort_values([self.key, "position", *(["final"] if self.updates else [])],
+                                 kind="stable").reset_index(drop=True)

@@ -4,7 +4,9 @@ A session ``[first event, last event + gap)`` is emitted once the key's watermar
 until then an event arriving within the lateness may extend it or bridge it with the next one.
 An event that could still join an emitted session would be below the watermark, hence late, so
 emitted sessions never change. Partials are kept per open session (state per key: its open
-sessions). Lateness and late events follow :mod:`engine.windows.tumbling`.
+sessions). Lateness and late events follow :mod:`engine.windows.tumbling`. In updates mode an
+open session that received events in the step is emitted as an early row with its current start
+and end (a later event may still extend it or merge it with a neighbour).
 """
 
 from __future__ import annotations
@@ -12,45 +14,54 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .aggregates import columns_of
+from .segments import Segments, codes
 from .tumbling import KEY_ROW, TumblingWindow
 
 
 class SessionWindow(TumblingWindow):
-    """Session windows per key; aggregates count, sum, min, max, avg."""
+    """Session windows per key (see module docstring)."""
 
-    version = "1"
+    version = "2"
 
     @property
     def slice_us(self) -> int:
         return 1  # every distinct event time is its own partial until sessions are merged
 
-    def _sessions(self, partials: pd.DataFrame) -> pd.DataFrame:
-        """Merge partials (each spanning window_start..max_t) closer than the gap."""
+    def _sessions(self, partials: pd.DataFrame, touched: np.ndarray
+                  ) -> tuple[pd.DataFrame, np.ndarray]:
+        """Merge partials (each spanning window_start..max_t) closer than the gap: (sessions,
+        whether each holds a touched partial)."""
         if partials.empty:
-            return partials
-        rows = partials.sort_values([self.key, "window_start"], kind="stable")
-        rows = rows.reset_index(drop=True)
-        reach = rows.groupby(self.key, sort=False)["max_t"].cummax()
-        before = reach.groupby(rows[self.key], sort=False).shift(1)
-        start = rows["window_start"].to_numpy(dtype="int64")
-        fresh = before.isna().to_numpy() | (start - before.to_numpy() >= self.spec.size_us)
-        aggs = {self.key: "first", "window_start": "min", **self._combiners()}
-        sessions = rows.groupby(np.cumsum(fresh), sort=False).agg(aggs).reset_index(drop=True)
-        for col in self.spec.value_columns:
-            if self.spec.value_types[col] == "int":
-                sessions[f"sum_{col}"] = sessions[f"sum_{col}"].round().astype("int64")
-        return sessions
+            return partials, touched
+        keys = partials[self.key].to_numpy()
+        key_code = codes(keys)
+        start = partials["window_start"].to_numpy(dtype="int64")
+        last = partials["max_t"].to_numpy(dtype="int64")
+        order = np.lexsort((start, key_code))
+        sorted_key = key_code[order]
+        reach = pd.Series(last[order]).groupby(sorted_key).cummax()
+        before = reach.groupby(sorted_key).shift(1)
+        fresh = before.isna().to_numpy() | (start[order] - before.to_numpy() >= self.spec.size_us)
+        seg = Segments.runs(order, fresh)
+        sessions = {self.key: seg.first(keys), "window_start": seg.first(start),
+                    "max_t": seg.reduce(np.maximum, last)}
+        sessions.update(self.plan.merge(columns_of(partials, self.plan.columns()), seg))
+        return pd.DataFrame(sessions), seg.reduce(np.maximum, touched.astype("int8")) > 0
 
-    def _close(self, slices: pd.DataFrame, prior: pd.Series, max_t: pd.Series
-               ) -> tuple[pd.DataFrame, pd.DataFrame]:
-        sessions = self._sessions(slices)
+    def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
+               max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+        sessions, touched = self._sessions(slices, touched)
         ends = sessions["max_t"].to_numpy(dtype="int64") + self.spec.size_us
         watermark = sessions[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
         closed = ends <= watermark
-        emitted = self._emit(sessions[closed].assign(window_end=ends[closed]))
-        return emitted, sessions[~closed]
+        frames = [self._windows(sessions[closed], ends[closed], final=True)]
+        if self.updates:
+            early = ~closed & touched
+            frames.append(self._windows(sessions[early], ends[early], final=False))
+        return self._output(frames), sessions[~closed]
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         sessions = state[state["window_start"].to_numpy() != KEY_ROW]
         ends = sessions["max_t"].to_numpy(dtype="int64") + self.spec.size_us
-        return self._emit(sessions.assign(window_end=ends))
+        return self._output([self._windows(sessions, ends, final=True)])

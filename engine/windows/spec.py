@@ -1,4 +1,5 @@
-"""The ``kind: window`` query spec: window shape and named aggregates."""
+"""The ``kind: window`` query spec: window shape, named aggregates, user-declared aggregates and
+the emission mode (the syntax is documented in ``engine/windows/README.md``)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,44 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
+from .udaf import Udaf, UdafError, parse_udaf
 
-AGGREGATES = ("count", "sum", "min", "max", "avg")
 WINDOW_KINDS = ("tumbling", "sliding", "session", "count")
+EMIT_MODES = ("close", "updates")
 NUMERIC = ("int", "double")
-_CALL = re.compile(r"^\s*([a-z_]+)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)?\s*\)\s*$")
+#: Column types the value-selecting and distinct-counting aggregates accept.
+DISCRETE = ("int", "double", "string")
+#: Aggregate -> (argument kinds, column types accepted). ``column?``: an optional column.
+SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    "count": (("column?",), None),
+    "sum": (("column",), NUMERIC), "avg": (("column",), NUMERIC),
+    "min": (("column",), NUMERIC), "max": (("column",), NUMERIC),
+    "stddev": (("column",), NUMERIC), "variance": (("column",), NUMERIC),
+    "stddev_pop": (("column",), NUMERIC), "var_pop": (("column",), NUMERIC),
+    "first": (("column",), DISCRETE), "last": (("column",), DISCRETE),
+    "argmin": (("column", "column"), DISCRETE), "argmax": (("column", "column"), DISCRETE),
+    "count_distinct": (("column",), DISCRETE), "approx_count_distinct": (("column",), DISCRETE),
+    "median": (("column",), NUMERIC), "percentile": (("column", "fraction"), NUMERIC),
+}
+AGGREGATES = tuple(SIGNATURES)
+_QUERY_FIELDS = ("window", "aggregates", "emit", "udafs")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_CALL = re.compile(rf"^\s*({_IDENT})\s*\((.*)\)\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Aggregate:
-    """``name = fn(column)``; ``column`` is None for ``count()``."""
+    """``name = fn(column[, by | p])``; ``column`` is None for ``count()``.
+
+    ``by`` is the ordering column of argmin/argmax, ``p`` the fraction of percentile (0.5 for
+    median); ``fn`` is the name of a user-declared aggregate for udafs.
+    """
 
     name: str
     fn: str
     column: str | None
+    by: str | None = None
+    p: float | None = None
 
 
 @dataclass(frozen=True)
@@ -31,11 +56,13 @@ class WindowSpec:
     size_us: int
     lateness_us: int
     aggregates: tuple[Aggregate, ...]
-    value_types: dict[str, str]  # aggregated column -> recording type
+    value_types: dict[str, str]  # column read by an aggregate -> recording type
     key_type: str
     slide_us: int | None = None  # None: tumbling (slide = size)
     kind: str = "tumbling"  # tumbling | sliding | session (size_us: the gap) | count (size_us:
     # events per window, slide_us: events between emissions)
+    udafs: tuple[Udaf, ...] = ()
+    emit: str = "close"  # close | updates (early rows for open windows, column ``final``)
 
     @property
     def slide(self) -> int:
@@ -45,6 +72,9 @@ class WindowSpec:
     def value_columns(self) -> list[str]:
         return sorted(self.value_types)
 
+    def udaf(self, name: str) -> Udaf | None:
+        return next((u for u in self.udafs if u.name == name), None)
+
 
 def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec:
     """Check the ``query`` block of a window query against its recording."""
@@ -52,14 +82,32 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     body: Any = query.query
     if not isinstance(body, dict):
         raise CatalogError(src, "query", "expected a mapping with 'window' and 'aggregates'")
+    unknown = sorted(set(map(str, body)) - set(_QUERY_FIELDS))
+    if unknown:
+        raise CatalogError(src, f"query.{unknown[0]}", "unknown field (expected "
+                           f"{', '.join(_QUERY_FIELDS)})")
     window = body.get("window")
     if not isinstance(window, dict) or window.get("type") not in WINDOW_KINDS:
         raise CatalogError(src, "query.window",
                            "expected {type: tumbling, size: D}, {type: sliding, size: D, "
                            "slide: D}, {type: session, gap: D} or {type: count, size: N, "
                            f"every: M}}, got {window!r}")
+    emit = body.get("emit", "close")
+    if emit not in EMIT_MODES:
+        raise CatalogError(src, "query.emit", f"expected close or updates, got {emit!r}")
+    udafs = _udafs(src, body.get("udafs"))
+    aggregates, value_types = _aggregates(query, recording, udafs)
+    key = query.key or recording.key
+    common = {"key": key, "lateness_us": query.lateness_us, "aggregates": aggregates,
+              "value_types": value_types, "key_type": recording.columns[key],
+              "kind": window["type"], "udafs": udafs, "emit": emit}
     if window["type"] == "count":
-        return _count_window(query, recording, window)
+        size, every = window.get("size"), window.get("every", window.get("size"))
+        for name, value in (("size", size), ("every", every)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise CatalogError(src, f"query.window.{name}",
+                                   f"expected a positive number of events, got {value!r}")
+        return _checked(src, WindowSpec(size_us=size, slide_us=every, **common))
     measure = "gap" if window["type"] == "session" else "size"
     size = parse_duration_us(window.get(measure, ""), source=src,
                              fieldname=f"query.window.{measure}")
@@ -72,13 +120,45 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
         if slide <= 0 or slide > size:
             raise CatalogError(src, "query.window.slide",
                                f"must be positive and at most the size ({size} us), got {slide}")
-    aggregates, value_types = _aggregates(query, recording)
-    return WindowSpec(key=query.key or recording.key, size_us=size, lateness_us=query.lateness_us,
-                      aggregates=aggregates, value_types=value_types,
-                      key_type=recording.columns[query.key or recording.key], slide_us=slide,
-                      kind=window["type"])
+    return _checked(src, WindowSpec(size_us=size, slide_us=slide, **common))
 
-def _aggregates(query: QuerySpec, recording: RecordingSpec
+
+def _checked(src: str, spec: WindowSpec) -> WindowSpec:
+    """``spec`` if its state columns are distinct (a key column may not be named like one)."""
+    from .aggregates import Plan  # imports this module
+
+    try:
+        Plan(spec)
+    except ValueError as exc:
+        raise CatalogError(src, "query.aggregates", str(exc)) from exc
+    return spec
+
+
+def _udafs(src: str, block: Any) -> tuple[Udaf, ...]:
+    """The ``query.udafs`` mapping: name -> {init, add, merge, finish}."""
+    if block is None:
+        return ()
+    if not isinstance(block, dict):
+        raise CatalogError(src, "query.udafs", "expected a mapping name: {init: ..., add: ..., "
+                           "merge: ..., finish: ...}")
+    out = []
+    for name, parts in block.items():
+        where = f"query.udafs.{name}"
+        if not re.fullmatch(_IDENT, str(name)) or name in SIGNATURES:
+            raise CatalogError(src, where, f"udaf name {name!r} must be an identifier that is "
+                               "not a built-in aggregate")
+        if not isinstance(parts, dict):
+            raise CatalogError(src, where, "expected {init: ..., add: ..., merge: ..., "
+                               "finish: ...}")
+        try:
+            out.append(parse_udaf(str(name), parts))
+        except UdafError as exc:
+            raise CatalogError(src, f"{where}.{exc.part}" if exc.part else where,
+                               str(exc)) from exc
+    return tuple(out)
+
+
+def _aggregates(query: QuerySpec, recording: RecordingSpec, udafs: tuple[Udaf, ...]
                 ) -> tuple[tuple[Aggregate, ...], dict[str, str]]:
     """The ``query.aggregates`` mapping, checked against the recording."""
     src, body = query.source, query.query
@@ -88,41 +168,69 @@ def _aggregates(query: QuerySpec, recording: RecordingSpec
                            "expected a non-empty mapping name: fn(column), "
                            "e.g. hr: avg(heart_rate)")
     parsed, value_types = [], {}
-    reserved = {query.key, "window_start", "window_end", "batch"}
+    reserved = {query.key or recording.key, "window_start", "window_end", "batch", "position",
+                "final"}
+    names = {u.name: u for u in udafs}
     for name, text in aggs.items():
         where = f"query.aggregates.{name}"
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) or name in reserved:
+        if not re.fullmatch(_IDENT, str(name)) or name in reserved:
             raise CatalogError(src, where, f"output name {name!r} is not an identifier or is "
                                f"reserved ({', '.join(sorted(map(str, reserved)))})")
         m = _CALL.match(str(text))
-        if not m or m.group(1) not in AGGREGATES:
-            raise CatalogError(src, where, f"expected one of {', '.join(AGGREGATES)} applied to a "
-                               f"column, e.g. avg(heart_rate) or count(), got {text!r}")
-        fn, col = m.group(1), m.group(2)
-        if fn == "count" and col is None:
-            parsed.append(Aggregate(name, fn, None))
-            continue
-        if col is None:
-            raise CatalogError(src, where, f"{fn}() needs a column")
-        if col not in recording.columns:
-            raise CatalogError(src, where, f"column {col!r} is not in recording {recording.name!r}")
-        if fn != "count" and recording.columns[col] not in NUMERIC:
-            raise CatalogError(src, where, f"{fn} needs a numeric column; {col!r} has type "
-                               f"{recording.columns[col]}")
-        value_types[col] = recording.columns[col]
-        parsed.append(Aggregate(name, fn, col))
+        if not m:
+            raise CatalogError(src, where, f"expected fn(column), e.g. avg(heart_rate) or "
+                               f"count(), got {text!r}")
+        fn = m.group(1)
+        args = [a.strip() for a in m.group(2).split(",")] if m.group(2).strip() else []
+        if fn in names:
+            signature: tuple[tuple[str, ...], tuple[str, ...] | None] = (("column",), NUMERIC)
+        elif fn in SIGNATURES:
+            signature = SIGNATURES[fn]
+        else:
+            known = ", ".join([*AGGREGATES, *names])
+            raise CatalogError(src, where, f"unknown aggregate {fn!r} (known: {known}); "
+                               "user-declared aggregates go under query.udafs")
+        agg = _call(src, where, fn, args, signature, recording, value_types, name)
+        parsed.append(agg)
     return tuple(parsed), value_types
 
 
-def _count_window(query: QuerySpec, recording: RecordingSpec, window: dict) -> WindowSpec:
-    src = query.source
-    size, every = window.get("size"), window.get("every", window.get("size"))
-    for name, value in (("size", size), ("every", every)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise CatalogError(src, f"query.window.{name}",
-                               f"expected a positive number of events, got {value!r}")
-    aggregates, value_types = _aggregates(query, recording)
-    key = query.key or recording.key
-    return WindowSpec(key=key, size_us=size, lateness_us=query.lateness_us,
-                      aggregates=aggregates, value_types=value_types,
-                      key_type=recording.columns[key], slide_us=every, kind="count")
+def _call(src: str, where: str, fn: str, args: list[str],
+          signature: tuple[tuple[str, ...], tuple[str, ...] | None], recording: RecordingSpec,
+          value_types: dict[str, str], name: str) -> Aggregate:
+    """Check one call's arguments against its signature; record the columns it reads."""
+    kinds, types = signature
+    required = sum(1 for k in kinds if not k.endswith("?"))
+    if not required <= len(args) <= len(kinds):
+        shown = ", ".join(k.rstrip("?") for k in kinds)
+        arity = f"{required} to {len(kinds)}" if required != len(kinds) else str(required)
+        raise CatalogError(src, where, f"{fn} takes {arity} argument(s) ({shown}), "
+                           f"got {len(args)}")
+    columns: list[str] = []
+    p = None
+    for kind, arg in zip(kinds, args, strict=False):
+        if kind == "fraction":
+            try:
+                p = float(arg)
+            except ValueError:
+                p = None
+            if p is None or not 0.0 <= p <= 1.0:
+                raise CatalogError(src, where, f"{fn} needs a fraction between 0 and 1 as its "
+                                   f"last argument (0.9 for the 90th percentile), got {arg!r}")
+            continue
+        if not re.fullmatch(_IDENT, arg):
+            raise CatalogError(src, where, f"{fn}: argument {arg!r} is not a column name")
+        if arg not in recording.columns:
+            raise CatalogError(src, where, f"column {arg!r} is not in recording "
+                               f"{recording.name!r}")
+        typ = recording.columns[arg]
+        wanted = NUMERIC if columns else types  # argmin/argmax order by a numeric column
+        if wanted is not None and typ not in wanted:
+            raise CatalogError(src, where, f"{fn} needs a column of type "
+                               f"{' or '.join(wanted)}; {arg!r} has type {typ}")
+        columns.append(arg)
+        value_types[arg] = typ
+    if fn == "median":
+        p = 0.5
+    return Aggregate(name, fn, columns[0] if columns else None,
+                     by=columns[1] if len(columns) > 1 else None, p=p)

@@ -4,7 +4,13 @@ Semantics (shared with :mod:`engine.windows.reference`): for each key, events ar
 order. The key's watermark before an event is ``max event time seen so far - lateness``. An event
 whose time is below the watermark is late: it goes to the late table with a reason and is not
 aggregated. A window ``[start, start + size)`` closes, and is emitted, once the watermark reaches
-its end. Windows still open at the end of the input are emitted by ``finish``.
+its end. Windows still open at the end of the input are emitted by ``finish``. Windows without
+on-time events emit nothing. Watermarks are per key, so a key that first appears late in the
+recording is not late: its first event starts its own watermark.
+
+With ``emit: updates`` every step also emits an early row (``final`` false) for each window that
+received on-time events in the step and is still open after it: its aggregates over the events
+seen so far. The row at close (``final`` true) is the close-mode row.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
+from .aggregates import Plan, columns_of
+from .segments import Columns, Segments, codes
 from .spec import WindowSpec
 
 #: ``window_start`` of the per-key row that carries the key's max event time.
@@ -57,119 +65,117 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
 
 
 class TumblingWindow(KeyedOperator):
-    """Tumbling windows per key; aggregates count, sum, min, max, avg (see module docstring)."""
+    """Tumbling windows per key, every aggregate of :mod:`engine.windows.aggregates`."""
 
-    version = "1"
+    version = "2"
 
     def __init__(self, spec: WindowSpec, name: str = "tumbling"):
         self.spec = spec
         self.name = name
         self.key = spec.key
+        self.plan = Plan(spec)
         key_type = COLUMN_TYPES[spec.key_type]
         fields = [pa.field(self.key, key_type), pa.field("window_start", pa.int64()),
-                  pa.field("max_t", pa.int64()), pa.field("rows", pa.int64())]
-        for col in spec.value_columns:
-            fields += [pa.field(f"n_{col}", pa.int64()),
-                       pa.field(f"sum_{col}", self._sum_type(col)),
-                       pa.field(f"min_{col}", pa.float64()), pa.field(f"max_{col}", pa.float64())]
+                  pa.field("max_t", pa.int64()), *self.plan.fields()]
         self.state_codec = StateCodec(pa.schema(fields), [self.key, "window_start"])
         ts = COLUMN_TYPES["timestamp"]
         out = [pa.field(self.key, key_type), pa.field("window_start", ts),
-               pa.field("window_end", ts)]
-        for agg in spec.aggregates:
-            if agg.fn == "count":
-                typ = pa.int64()
-            elif agg.fn == "sum":
-                typ = self._sum_type(agg.column)
-            else:
-                typ = pa.float64()
-            out.append(pa.field(agg.name, typ))
+               pa.field("window_end", ts), *self.plan.output_fields()]
+        if self.updates:
+            out.append(pa.field("final", pa.bool_()))
         self.output_schema = pa.schema(out)
-        self.output_keys = [self.key, "window_start"]
+        #: A final row is unique per window; early rows per (window, batch): the runner's
+        #: ``batch`` column completes the key in updates mode.
+        self.output_keys = [self.key, "window_start", *(["final", "batch"] if self.updates
+                                                         else [])]
 
-    def _sum_type(self, col: str | None) -> pa.DataType:
-        return pa.int64() if self.spec.value_types.get(col) == "int" else pa.float64()
-
-    # -- state layout -------------------------------------------------------------------------
-
-    def init(self) -> pd.DataFrame:
-        return self.state_codec.schema.empty_table().to_pandas()
-
-    def _partials(self, events: pd.DataFrame, starts: np.ndarray) -> pd.DataFrame:
-        """Partial aggregates of ``events`` per (key, window start)."""
-        frame = pd.DataFrame({self.key: events[self.key].to_numpy(), "window_start": starts})
-        aggs: dict[str, tuple[str, str]] = {"rows": ("window_start", "size"),
-                                            "max_t": ("window_start", "max")}
-        for col in self.spec.value_columns:
-            vals = events[col].astype("float64")
-            frame[f"v_{col}"] = vals.to_numpy()
-            aggs[f"n_{col}"] = (f"v_{col}", "count")
-            aggs[f"sum_{col}"] = (f"v_{col}", "sum")
-            aggs[f"min_{col}"] = (f"v_{col}", "min")
-            aggs[f"max_{col}"] = (f"v_{col}", "max")
-        return frame.groupby([self.key, "window_start"], sort=False).agg(**aggs).reset_index()
-
-    def _merge(self, old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-        """Combine partials of the same window (the aggregate monoid's product)."""
-        both = pd.concat([old, new], ignore_index=True)
-        merged = both.groupby([self.key, "window_start"], sort=False).agg(
-            self._combiners()).reset_index()
-        for col in self.spec.value_columns:
-            if self.spec.value_types[col] == "int":
-                merged[f"sum_{col}"] = merged[f"sum_{col}"].round().astype("int64")
-        return merged
-
-    def _combiners(self) -> dict[str, str]:
-        """How partial columns combine (the aggregate monoid's product, column by column).
-
-        ``max_t`` of a partial row is the latest event time it holds (the slice start for
-        tumbling and sliding windows, whose slices are keyed by start).
-        """
-        aggs = {"rows": "sum", "max_t": "max"}
-        for col in self.spec.value_columns:
-            aggs.update({f"n_{col}": "sum", f"sum_{col}": "sum", f"min_{col}": "min",
-                         f"max_{col}": "max"})
-        return aggs
-
-    def _emit(self, windows: pd.DataFrame) -> pd.DataFrame:
-        starts = windows["window_start"].to_numpy(dtype="int64")
-        ends = (windows["window_end"].to_numpy(dtype="int64") if "window_end" in windows
-                else starts + self.spec.size_us)
-        out = pd.DataFrame({self.key: windows[self.key].to_numpy(), "window_start": starts,
-                            "window_end": ends})
-        for agg in self.spec.aggregates:
-            col = agg.column
-            if agg.fn == "count":
-                out[agg.name] = (windows["rows"] if col is None else windows[f"n_{col}"]).to_numpy()
-                continue
-            n = windows[f"n_{col}"].to_numpy()
-            if agg.fn == "sum":
-                values = windows[f"sum_{col}"].astype("float64" if (n == 0).any() else
-                                                      windows[f"sum_{col}"].dtype)
-                out[agg.name] = values.where(n > 0).to_numpy()
-            elif agg.fn == "avg":
-                total = windows[f"sum_{col}"].to_numpy(dtype="float64")
-                out[agg.name] = np.where(n > 0, total / np.maximum(n, 1), np.nan)
-            else:
-                out[agg.name] = windows[f"{agg.fn}_{col}"].to_numpy(dtype="float64")
-        return out.sort_values([self.key, "window_start"], kind="stable").reset_index(drop=True)
-
-    def _empty_output(self) -> pd.DataFrame:
-        return self._emit(self.init())
-
-    # -- the operator -------------------------------------------------------------------------
+    @property
+    def updates(self) -> bool:
+        return self.spec.emit == "updates"
 
     #: Width of the slices that partial aggregates are kept for (a tumbling window is a slice).
     @property
     def slice_us(self) -> int:
         return self.spec.size_us
 
-    def _close(self, slices: pd.DataFrame, prior: pd.Series, max_t: pd.Series
-               ) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(windows emitted now, slices kept): windows close once the watermark reaches them."""
+    # -- partials -----------------------------------------------------------------------------
+
+    def init(self) -> pd.DataFrame:
+        return self.state_codec.schema.empty_table().to_pandas()
+
+    def _partials(self, events: pd.DataFrame, starts: np.ndarray) -> pd.DataFrame:
+        """Partial aggregates of ``events`` per (key, slice start)."""
+        keys = events[self.key].to_numpy()
+        seg = Segments.by(codes(keys), starts)
+        frame = {self.key: seg.first(keys), "window_start": seg.first(starts),
+                 "max_t": seg.reduce(np.maximum, starts)}
+        frame.update(self.plan.of_events(events, seg))
+        return pd.DataFrame(frame)
+
+    def _merge(self, old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+        """(partials of ``old`` and ``new`` merged per (key, window_start), whether each merged
+        row holds events of ``new``)."""
+        if old.empty or new.empty:
+            frame = new if old.empty else old
+            return frame.reset_index(drop=True), np.full(len(frame), old.empty)
+        both = pd.concat([old, new], ignore_index=True)
+        fresh = np.repeat([0, 1], [len(old), len(new)]).astype("int8")
+        keys, starts = both[self.key].to_numpy(), both["window_start"].to_numpy(dtype="int64")
+        seg = Segments.by(codes(keys), starts)
+        merged = {self.key: seg.first(keys), "window_start": seg.first(starts),
+                  "max_t": seg.reduce(np.maximum, both["max_t"].to_numpy(dtype="int64"))}
+        merged.update(self.plan.merge(columns_of(both, self.plan.columns()), seg))
+        return pd.DataFrame(merged), seg.reduce(np.maximum, fresh) > 0
+
+    def _key_rows(self, max_t: pd.Series) -> pd.DataFrame:
+        n = len(max_t)
+        return pd.DataFrame({self.key: max_t.index.to_numpy(),
+                             "window_start": np.full(n, KEY_ROW, dtype="int64"),
+                             "max_t": max_t.to_numpy(dtype="int64"), **self.plan.empty(n)})
+
+    # -- output -------------------------------------------------------------------------------
+
+    def _emit(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, results: Columns,
+              final: bool) -> pd.DataFrame:
+        """Output rows of windows from their partial results."""
+        columns = {self.key: keys, "window_start": starts, "window_end": ends,
+                   **self.plan.finish(results)}
+        if self.updates:
+            columns["final"] = np.full(len(keys), final)
+        return pd.DataFrame(columns)
+
+    def _windows(self, rows: pd.DataFrame, ends: np.ndarray, final: bool) -> pd.DataFrame:
+        """Output rows of windows that are each one partial row."""
+        n = np.arange(len(rows))
+        results = self.plan.window(columns_of(rows, self.plan.columns()), n, len(rows), n, 1)
+        return self._emit(rows[self.key].to_numpy(), rows["window_start"].to_numpy(
+            dtype="int64"), ends, results, final)
+
+    def _output(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
+        """Rows of ``frames`` in (key, window start) order, final rows after early ones."""
+        frames = [f for f in frames if not f.empty]
+        if not frames:
+            return self._empty_output()
+        out = pd.concat(frames, ignore_index=True)
+        order = [self.key, "window_start", *(["final"] if self.updates else [])]
+        return out.sort_values(order, kind="stable").reset_index(drop=True)
+
+    def _empty_output(self) -> pd.DataFrame:
+        return pd.DataFrame({name: np.zeros(0, dtype=object) for name in self.output_schema.names})
+
+    # -- the operator -------------------------------------------------------------------------
+
+    def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
+               max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(rows emitted now, slices kept): windows close once the watermark reaches them."""
         watermark = slices[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
-        closed = slices["window_start"].to_numpy(dtype="int64") + self.spec.size_us <= watermark
-        return self._emit(slices[closed]), slices[~closed]
+        ends = slices["window_start"].to_numpy(dtype="int64") + self.spec.size_us
+        closed = ends <= watermark
+        frames = [self._windows(slices[closed], ends[closed], final=True)]
+        if self.updates:
+            early = ~closed & touched
+            frames.append(self._windows(slices[early], ends[early], final=False))
+        return self._output(frames), slices[~closed]
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         key, lateness, size = self.key, self.spec.lateness_us, self.slice_us
@@ -183,23 +189,17 @@ class TumblingWindow(KeyedOperator):
         events, late, on_time = split_late(batch, prior, key, lateness)
         starts = on_time[TIME].to_numpy(dtype="int64")
         starts = starts - np.mod(starts, size)
-        windows = self._merge(windows, self._partials(on_time, starts))
+        slices, touched = self._merge(windows, self._partials(on_time, starts))
 
         batch_max = events.groupby(key, sort=False)[TIME].max()
         max_t = pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
-        emitted, kept = self._close(windows, prior, max_t)
-
-        key_rows = pd.DataFrame({key: max_t.index.to_numpy(), "window_start": KEY_ROW,
-                                 "max_t": max_t.to_numpy(dtype="int64"), "rows": 0})
-        for col in self.spec.value_columns:
-            key_rows[f"n_{col}"] = 0
-            key_rows[f"sum_{col}"] = 0
-            key_rows[f"min_{col}"] = np.nan
-            key_rows[f"max_{col}"] = np.nan
-        new_state = pd.concat([key_rows, kept], ignore_index=True)
+        emitted, kept = self._close(slices, touched, prior, max_t)
+        new_state = pd.concat([self._key_rows(max_t), kept], ignore_index=True)
         new_state = new_state[self.state_codec.schema.names]
         late = late.sort_values(SEQ, kind="stable").reset_index(drop=True)
         return StepResult(new_state, emitted, late)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        return self._emit(state[state["window_start"].to_numpy() != KEY_ROW])
+        windows = state[state["window_start"].to_numpy() != KEY_ROW]
+        ends = windows["window_start"].to_numpy(dtype="int64") + self.spec.size_us
+        return self._output([self._windows(windows, ends, final=True)])

@@ -71,6 +71,25 @@ query: "iter(eps(0), atom(dv < 0, 1) | atom(dv >= 0, 0), +)"
 """
 
 
+UPDATES_QUERY = """\
+name: ev_u
+kind: window
+input: ev
+lateness: 3s
+query:
+  window: {type: sliding, size: 6s, slide: 2s}
+  emit: updates
+  aggregates:
+    n: count()
+    med: median(v)
+    sd: stddev(v)
+    top_k: argmax(k, v)
+    kinds: count_distinct(v)
+    p90: percentile(v, 0.9)
+    first_v: first(v)
+"""
+
+
 def small_catalog(root: Path):
     """A catalog with one recording ``ev``, a tumbling-window query ``ev_w`` and a QRE ``ev_q``."""
     (root / "recordings").mkdir(parents=True, exist_ok=True)
@@ -81,6 +100,7 @@ def small_catalog(root: Path):
     (root / "queries" / "ev_s.yaml").write_text(SESSION_QUERY)
     (root / "queries" / "ev_c.yaml").write_text(COUNT_QUERY)
     (root / "queries" / "ev_d.yaml").write_text(DERIVED_QUERY)
+    (root / "queries" / "ev_u.yaml").write_text(UPDATES_QUERY)
     return load_catalog(root)
 
 
