@@ -10,7 +10,7 @@ tachycardia episodes), puts every patient's readings in event-time order and eva
   first patients covering ``--sample`` events, with the kernel's outputs checked against them;
 - state bytes per key after the run: the kernel's canonical encoding, the interpreter state as
   the operator stored it before (a pickle of the compiled state), and the derivative state;
-- the keyed operator (``QreOperator``: lateness buffer, JSON pending events, output rows) on the
+- the keyed operator (``QreOperator``: lateness buffer, binary pending events, output rows) on the
   sample patients' events in arrival order, in 10 batches, with and without the kernel.
 
 The kernel is compiled cold (an empty numba cache directory), so the compile time is the one-off

@@ -25,12 +25,13 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .compiled import Automaton, CompiledState, Sym, explore
+from .compiled import Automaton, CompiledState, Sym, _varint, explore
 from .expr import Expr, Tree
 from .ops import NAMED, Op
 from .terms import Term, check_item
@@ -572,26 +573,91 @@ class Kernel:
 
     def load(self, blobs: Sequence[bytes | None]) -> tuple[KernelStates, np.ndarray]:
         """States from canonical bytes (None: initial) and which of them the kernel can
-        represent (a state with, say, a float where this kernel has an int is not)."""
+        represent (a state with, say, a float where this kernel has an int is not). Blobs
+        are matched against each state's encoding with array operations; one that matches
+        none is decoded on its own."""
         states = self.initial(len(blobs))
         ok = np.ones(len(blobs), np.bool_)
-        for k, blob in enumerate(blobs):
-            if blob is None:
-                continue
-            shape, registers = self.automaton.decode(blob)
-            kinds = tuple(_kind_of(v) for v in registers)
-            number = self.index.get((shape, kinds))
-            if number is None:
-                ok[k] = False
-                continue
-            ints: list[int] = []
-            floats: list[float] = []
-            for value in registers:
-                _flatten(value, ints, floats)
-            states.state[k] = number
-            states.ints[k, :len(ints)] = ints
-            states.floats[k, :len(floats)] = floats
+        given = np.array([k for k, blob in enumerate(blobs) if blob is not None], np.int64)
+        matched = self._match(blobs, given, states)
+        for k in given[~matched].tolist():
+            ok[k] = self._load_one(blobs[k], states, k)
         return states, ok
+
+    def _load_one(self, blob: bytes, states: KernelStates, k: int) -> bool:
+        """Decode ``blob`` into row ``k`` of ``states``; False if this kernel cannot hold it."""
+        shape, registers = self.automaton.decode(blob)
+        kinds = tuple(_kind_of(v) for v in registers)
+        number = self.index.get((shape, kinds))
+        if number is None:
+            return False
+        ints: list[int] = []
+        floats: list[float] = []
+        for value in registers:
+            _flatten(value, ints, floats)
+        states.state[k] = number
+        states.ints[k, :len(ints)] = ints
+        states.floats[k, :len(floats)] = floats
+        return True
+
+    @cached_property
+    def _templates(self) -> list[list[_Token]]:
+        """Per kernel state, its canonical encoding as literal bytes and register slots."""
+        return [_template(shape, kinds) for shape, kinds in self.states]
+
+    @cached_property
+    def _by_shape(self) -> dict[int, list[int]]:
+        """The kernel states of each shape."""
+        found: dict[int, list[int]] = {}
+        for number, (shape, _) in enumerate(self.states):
+            found.setdefault(shape, []).append(number)
+        return found
+
+    def _match(self, blobs: Sequence[bytes | None], given: np.ndarray, states: KernelStates
+               ) -> np.ndarray:
+        """Decode the blobs ``given`` that are exactly the encoding of a state of this kernel
+        into ``states``; returns which were."""
+        chunks = [blob for blob in blobs if blob is not None]
+        lengths = np.fromiter(map(len, chunks), np.int64, len(chunks))
+        end = np.cumsum(lengths)
+        start = end - lengths
+        data = np.frombuffer(b"".join(chunks) + b"\0", np.uint8)
+        shape, _, valid = _read_varints(data, start, end)
+        matched = np.zeros(len(chunks), np.bool_)
+        candidates = np.flatnonzero(valid)
+        for number_of_shape, where in _groups(shape[candidates]):
+            rows = candidates[where]
+            for number in self._by_shape.get(number_of_shape, []):
+                fits, ints, floats = _decode(self._templates[number], data, start[rows],
+                                             end[rows])
+                keys = given[rows[fits]]
+                states.state[keys] = number
+                for slot, values in ints.items():
+                    states.ints[keys, slot] = values[fits]
+                for slot, values in floats.items():
+                    states.floats[keys, slot] = values[fits]
+                matched[rows[fits]] = True
+                rows = rows[~fits]
+        return matched
+
+    def dumps(self, states: KernelStates) -> list[bytes]:
+        """``dump`` of every key, with array operations."""
+        size = np.zeros(len(states.state), np.int64)
+        pieces = []
+        for number, keys in _groups(states.state):
+            for token in self._templates[number]:
+                matrix, used = _encode(token, states, keys)
+                pieces.append((keys, size[keys], matrix, used))
+                size[keys] += used
+        end = np.cumsum(size)
+        start = end - size
+        data = np.zeros(int(end[-1]) if len(end) else 0, np.uint8)
+        for keys, offset, matrix, used in pieces:
+            columns = np.arange(matrix.shape[1])
+            inside = columns < used[:, None]
+            data[((start[keys] + offset)[:, None] + columns)[inside]] = matrix[inside]
+        blob = data.tobytes()
+        return [blob[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)]
 
     def registers(self, states: KernelStates, k: int) -> tuple[Any, ...]:
         """The Python register values of key ``k`` (as the interpreter holds them)."""
@@ -710,6 +776,131 @@ def _build(kind: Kind, ints: Iterator[int], floats: Iterator[float]) -> Any:
     if kind == "f":
         return float(next(floats))
     return tuple(_build(k, ints, floats) for k in kind)
+
+
+_Token = tuple[str, Any]  # ("lit", bytes) | ("i" | "b" | "f", register slot)
+
+
+def _groups(values: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Each distinct value of the int array ``values`` and the positions that hold it."""
+    if not len(values):
+        return []
+    order = np.argsort(values, kind="stable")
+    return [(int(values[part[0]]), part)
+            for part in np.split(order, np.flatnonzero(np.diff(values[order])) + 1)]
+
+
+def _template(shape: int, kinds: Sequence[Kind]) -> list[_Token]:
+    """``Automaton.encode`` of a state of ``shape`` with registers of ``kinds``: literal bytes
+    (shape number, tags, tuple lengths, units) and the register slots in between."""
+    tokens: list[_Token] = []
+    literal = bytearray()
+    _varint(literal, shape)
+    used = [0, 0]
+
+    def walk(kind: Kind) -> None:
+        if isinstance(kind, tuple):
+            literal.extend(b"t")
+            _varint(literal, len(kind))
+            for part in kind:
+                walk(part)
+        elif kind == "u":
+            literal.extend(b"u")
+        else:
+            if literal:
+                tokens.append(("lit", bytes(literal)))
+                literal.clear()
+            which = int(kind == "f")
+            tokens.append((kind, used[which]))
+            used[which] += 1
+
+    for kind in kinds:
+        walk(kind)
+    if literal:
+        tokens.append(("lit", bytes(literal)))
+    return tokens
+
+
+def _encode(token: _Token, states: KernelStates, keys: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes of ``token`` in the states ``keys``: a matrix with a row per key, and how many
+    bytes of each row are used (``compiled._pack``: zigzag varint ints, little-endian floats)."""
+    tag, arg = token
+    n = len(keys)
+    if tag == "lit":
+        row = np.frombuffer(arg, np.uint8)
+        return np.broadcast_to(row, (n, len(row))), np.full(n, len(row))
+    if tag == "f":
+        out = np.empty((n, 9), np.uint8)
+        out[:, 0] = ord("f")
+        out[:, 1:] = states.floats[keys, arg].astype("<f8").view(np.uint8).reshape(n, 8)
+        return out, np.full(n, 9)
+    values = states.ints[keys, arg]
+    if tag == "b":
+        return (np.where(values != 0, ord("T"), ord("F")).astype(np.uint8)[:, None],
+                np.ones(n, np.int64))
+    zigzag = (values.view(np.uint64) << np.uint64(1)) ^ (values >> 63).view(np.uint64)
+    groups = np.stack([zigzag >> np.uint64(7 * b) for b in range(10)], axis=1)
+    more = np.zeros((n, 10), np.bool_)
+    more[:, :9] = groups[:, 1:] != 0
+    out = np.empty((n, 11), np.uint8)
+    out[:, 0] = ord("i")
+    out[:, 1:] = (groups & np.uint64(0x7F)) | (more.astype(np.uint64) << np.uint64(7))
+    return out, 2 + more.sum(axis=1)
+
+
+def _read_varints(data: np.ndarray, at: np.ndarray, end: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The varint at each of ``at`` (``compiled._read_varint``) if it ends before ``end`` and
+    fits 64 bits: (value, position after it, whether it did)."""
+    value = np.zeros(len(at), np.uint64)
+    going = np.ones(len(at), np.bool_)
+    fine = np.ones(len(at), np.bool_)
+    length = np.zeros(len(at), np.int64)
+    last = len(data) - 1
+    for b in range(10):
+        if not going.any():
+            break
+        byte = data[np.minimum(at + b, last)].astype(np.uint64)
+        fine &= ~going | (at + b < end)
+        if b == 9:
+            fine &= ~going | (byte <= 1)
+        value |= np.where(going, (byte & np.uint64(0x7F)) << np.uint64(7 * b), np.uint64(0))
+        length += going
+        going &= (byte & np.uint64(0x80)) != 0
+    return value, at + length, fine & ~going
+
+
+def _decode(tokens: list[_Token], data: np.ndarray, start: np.ndarray, end: np.ndarray
+            ) -> tuple[np.ndarray, dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Which of the blobs ``data[start:end]`` are exactly the encoding ``tokens``, and their
+    int and float register slots."""
+    fits = np.ones(len(start), np.bool_)
+    at = start.copy()
+    last = len(data) - 1
+    ints: dict[int, np.ndarray] = {}
+    floats: dict[int, np.ndarray] = {}
+    for tag, arg in tokens:
+        width = len(arg) if tag == "lit" else 9 if tag == "f" else 1
+        fits &= at + width <= end
+        window = data[np.minimum(at[:, None] + np.arange(width), last)]
+        if tag == "lit":
+            fits &= (window == np.frombuffer(arg, np.uint8)).all(axis=1)
+        elif tag == "f":
+            fits &= window[:, 0] == ord("f")
+            floats[arg] = np.ascontiguousarray(window[:, 1:]).view("<f8").ravel()
+        elif tag == "b":
+            fits &= (window[:, 0] == ord("T")) | (window[:, 0] == ord("F"))
+            ints[arg] = (window[:, 0] == ord("T")).astype(np.int64)
+        else:
+            fits &= window[:, 0] == ord("i")
+            zigzag, after, fine = _read_varints(data, at + 1, end)
+            fits &= fine
+            ints[arg] = ((zigzag >> np.uint64(1)) ^ (np.uint64(0) - (zigzag & np.uint64(1)))
+                         ).view(np.int64)
+            width = after - at
+        at = np.where(fits, at + width, start)
+    return fits & (at == end), ints, floats
 
 
 def column_kind(values: Sequence[Any]) -> str | None:
