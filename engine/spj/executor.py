@@ -721,7 +721,8 @@ class SpjExecutor:
 
     # -- encoding ------------------------------------------------------------------------------
     def encode(self, state: SpjState) -> bytes:
-        """Canonical bytes of ``state`` (sorted JSON); equal states give equal bytes."""
+        """Canonical bytes of ``state`` (sorted JSON, integers at a fixed width); equal states
+        give equal bytes, and a synopsis whose counters grow keeps its size."""
         doc: dict[str, Any] = {"format": _FORMAT, "query": self._fingerprint, "mode": self.mode,
                                "emitted": sorted((list(r) for r in state.emitted), key=_okey),
                                "groups": [[list(g), self._enc_acc(acc)] for g, acc in
@@ -737,8 +738,7 @@ class SpjExecutor:
             doc["buckets"] = [[[list(b), list(e.rep), e.count, self._enc_parts(e.parts)]
                                for b, e in sorted(s.entries.items(), key=lambda x: _okey(x[0]))]
                               for s in state.stores]
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False,
-                          ensure_ascii=False).encode()
+        return _canonical(doc).encode()
 
     def _enc_acc(self, acc: list) -> list:
         return [a.encode(x) for a, x in zip(self._aggs, acc, strict=True)]
@@ -789,6 +789,22 @@ class SpjExecutor:
                     state.stores[i].add(tuple(b), _Entry(tuple(rep), count,
                                                          self._dec_parts(parts)))
         return state
+
+
+def _canonical(value: Any) -> str:
+    """JSON with sorted keys, no spaces between tokens and every integer right-aligned in 20
+    characters (JSON allows the leading blanks), so counters do not change the encoded size."""
+    if isinstance(value, bool) or value is None or isinstance(value, float | str):
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+    if isinstance(value, int):
+        return f"{value:>20d}"
+    if isinstance(value, dict):
+        items = sorted((str(k), v) for k, v in value.items())
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_canonical(v)}"
+                              for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    raise TypeError(f"cannot encode {type(value).__name__} in an executor state")
 
 
 # -- output sinks ----------------------------------------------------------------------------------

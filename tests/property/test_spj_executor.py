@@ -240,14 +240,16 @@ def test_synopsis_size_does_not_grow(sql: str) -> None:
     ex = SpjExecutor(sql, ST)
     events = random_events(100_000, seed=len(sql))
     state = ex.init()
-    sizes = []
+    sizes, lengths = [], []
     for done in (10_000, 100_000):
         start = 0 if not sizes else 10_000
         for at in range(start, done, 10_000):
             state, _ = ex.step(state, events[at:at + 10_000])
         sizes.append(ex.size(state))
+        lengths.append(len(ex.encode(state)))
     assert sizes[0] == sizes[1] <= ex.bound
     assert sizes[0] > 0
+    assert lengths[0] == lengths[1]  # integers are encoded at a fixed width
 
 
 def test_full_history_size_grows_with_the_input() -> None:
