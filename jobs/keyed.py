@@ -46,7 +46,7 @@ class StepPlan:
     recording_columns: tuple[str, ...]
     time_column: str
     state_files: dict[int, list[str]] = field(default_factory=dict)  # bucket -> state files
-    finish: bool = False
+    finish: bool = False  # the last of ``batches`` is the end-of-input flush
 
 
 @dataclass(frozen=True)
@@ -128,16 +128,13 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
     op = plan.op
     state = _load_state(plan, bucket)
     rows: list[dict | None] = []
-    if plan.finish:
-        ((batch, _, _),) = plan.batches
-        rows.append(_seen(batch, bucket, 0))
-        rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket))
-        return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
-    good, bad = _quarantine(events.drop(columns=[BUCKET]), plan)
-    ends = np.asarray([hi for _, _, hi in plan.batches], dtype="int64")
-    good_in = np.searchsorted(ends, good[SEQ].to_numpy(dtype="int64"), side="right")
-    bad_in = np.searchsorted(ends, bad[SEQ].to_numpy(dtype="int64"), side="right")
-    for i, (batch, _, _) in enumerate(plan.batches):
+    steps = plan.batches[:-1] if plan.finish else plan.batches
+    if steps:
+        good, bad = _quarantine(events.drop(columns=[BUCKET]), plan)
+        ends = np.asarray([hi for _, _, hi in steps], dtype="int64")
+        good_in = np.searchsorted(ends, good[SEQ].to_numpy(dtype="int64"), side="right")
+        bad_in = np.searchsorted(ends, bad[SEQ].to_numpy(dtype="int64"), side="right")
+    for i, (batch, _, _) in enumerate(steps):
         batch_good, batch_bad = good[good_in == i], bad[bad_in == i]
         if batch_good.empty and batch_bad.empty:
             continue  # no event of this bucket in this batch: its state is unchanged
@@ -152,6 +149,10 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
                 else batch_bad, plan), bucket),
             _write(plan, batch, "state", result.state, bucket),
         ]
+    if plan.finish:  # the end-of-input flush: the plan's last batch
+        batch = plan.batches[-1][0]
+        rows.append(_seen(batch, bucket, 0))
+        rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 

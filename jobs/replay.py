@@ -238,7 +238,8 @@ class Replay:
         return self.manifest(info.run_id)
 
     def _group_of(self, info: RunInfo, first: int) -> list[int]:
-        """Consecutive batches run by one Spark job (the end-of-input flush runs alone)."""
+        """Consecutive batches run by one Spark job; the end-of-input flush joins the last group
+        with the direct exchange (every bucket has a task there) and runs alone otherwise."""
         if first == info.batches:
             return [first]
         group, rows = [first], info.cuts[first + 1] - info.cuts[first]
@@ -247,6 +248,8 @@ class Replay:
                <= self.rows_per_job):
             group.append(group[-1] + 1)
             rows += info.cuts[group[-1] + 1] - info.cuts[group[-1]]
+        if info.exchange == "direct" and group[-1] + 1 == info.batches:
+            group.append(info.batches)
         return group
 
     def _tables(self, info: RunInfo) -> dict[str, str]:
@@ -257,9 +260,9 @@ class Replay:
                    ) -> tuple[list[BatchReport], int | None]:
         started = time.perf_counter()  # manifest bookkeeping only
         tables = self._tables(info)
-        finish = group == [info.batches]
-        bounds = {b: (info.total, info.total) if finish else (info.cuts[b], info.cuts[b + 1])
-                  for b in group}
+        finish = group[-1] == info.batches
+        bounds = {b: (info.total, info.total) if b == info.batches else
+                  (info.cuts[b], info.cuts[b + 1]) for b in group}
         late_schema = op.late_schema(recording.arrow_schema())
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
@@ -278,23 +281,22 @@ class Replay:
                         schemas=schemas, recording_columns=tuple(recording.columns),
                         time_column=query.time or recording.time, state_files=state_files,
                         finish=finish)
-        if finish:
+        lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
+        if info.exchange == "direct":
+            files = [f for f in info.files if f["offset"] < hi and f["offset"] + f["rows"] > lo]
+            steps = execute_direct(self.spark, plan, files, info.buckets)
+        elif finish:  # alone: one task per bucket that holds state
             steps = execute_finish(self.spark, plan)
         else:
-            lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
-            if info.exchange == "direct":
-                files = [f for f in info.files if f["offset"] < hi and f["offset"] + f["rows"] > lo]
-                steps = execute_direct(self.spark, plan, files, info.buckets)
-            else:
-                events = sequenced(self.storage, info.input_path, info.input_version, info.files,
-                                   lo, hi, plan.time_column, query.derived)
-                steps = execute_step(plan, events, info.buckets)
+            events = sequenced(self.storage, info.input_path, info.input_version, info.files,
+                               lo, hi, plan.time_column, query.derived)
+            steps = execute_step(plan, events, info.buckets)
         shared = (time.perf_counter() - started) / len(group)
         reports = []
         for batch in group:
             report, state_version, live = self._commit_batch(
                 info, tables, schemas, batch, bounds[batch], steps[batch], live, state_version,
-                finish, shared)
+                batch == info.batches, shared)
             reports.append(report)
         return reports, state_version
 
