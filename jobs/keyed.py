@@ -180,7 +180,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
         seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
         mine = (seq >= lo) & (seq < hi) & (key_buckets(table.column(plan.op.key), buckets)
                                           == bucket)
-        frame = table.filter(pa.array(mine)).to_pandas()
+        # nanosecond timestamps, as Spark hands them to pandas workers
+        frame = table.filter(pa.array(mine)).to_pandas(coerce_temporal_nanoseconds=True)
         frame[SEQ] = seq[mine]
         times = table.column(plan.time_column).filter(pa.array(mine))
         frame[TIME] = times.cast(pa.timestamp("us")).cast(pa.int64()).to_pandas()

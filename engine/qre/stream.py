@@ -127,7 +127,7 @@ def _column(events: pd.DataFrame, col: str, spec: QreSpec) -> pd.Series:
     """A field's values as the query reads them (timestamps as microseconds, NaT as NaN)."""
     values = events[col]
     if col in spec.timestamp_columns and pd.api.types.is_datetime64_any_dtype(values):
-        values = pd.to_datetime(values, utc=True).astype("int64") // 1000
+        values = pd.to_datetime(values, utc=True).dt.as_unit("us").astype("int64")
         values = values.where(events[col].notna())
     elif col in spec.int_columns and values.dtype.kind == "f":
         values = values.astype("Int64")  # a null in the batch made the column float

@@ -90,6 +90,16 @@ query:
 """
 
 
+TIME_QUERY = """\
+name: ev_t
+kind: qre
+input: ev
+lateness: 3s
+output: changes
+query: "iter(eps(0), atom(v >= 50, ts) | atom(v < 50, 0), max)"
+"""
+
+
 def small_catalog(root: Path):
     """A catalog with one recording ``ev``, a tumbling-window query ``ev_w`` and a QRE ``ev_q``."""
     (root / "recordings").mkdir(parents=True, exist_ok=True)
@@ -101,6 +111,7 @@ def small_catalog(root: Path):
     (root / "queries" / "ev_c.yaml").write_text(COUNT_QUERY)
     (root / "queries" / "ev_d.yaml").write_text(DERIVED_QUERY)
     (root / "queries" / "ev_u.yaml").write_text(UPDATES_QUERY)
+    (root / "queries" / "ev_t.yaml").write_text(TIME_QUERY)
     return load_catalog(root)
 
 

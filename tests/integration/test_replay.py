@@ -138,9 +138,10 @@ def test_batches_per_job_does_not_change_the_result(spark, storage):
     pd.testing.assert_frame_equal(manifests[0], manifests[2])
 
 
-@pytest.mark.parametrize("query", ["ev_w", "ev_q"])
+@pytest.mark.parametrize("query", ["ev_w", "ev_q", "ev_t"])
 def test_exchange_does_not_change_the_result(spark, storage, query):
-    """Buckets fed by Spark's shuffle or by each task reading the files: the same run."""
+    """Buckets fed by Spark's shuffle or by each task reading the files: the same run (``ev_t``
+    reads a timestamp field: microseconds whichever way the events arrived)."""
     replay = make_replay(spark, storage, n=250, commits=3, seed=17)
     outputs, infos = [], []
     for exchange in ("spark", "direct"):
