@@ -1,7 +1,9 @@
 """Spark execution of the steps of a keyed engine operator.
 
-Keys are hashed into a fixed number of buckets. The events of a group of consecutive batches are
-grouped by bucket, and each bucket runs in a Python worker that reads the bucket's current state
+Keys are hashed into a fixed number of buckets. The events of a group of consecutive batches reach
+their bucket either by Spark's shuffle (:func:`execute_step`) or by each bucket's task reading the
+input files itself (:func:`execute_direct`), and each bucket runs in a Python worker that reads
+the bucket's current state
 file (state is stored one file per bucket), steps the engine through the group's batches in order,
 and writes each batch's output, late, quarantine and new state rows as Parquet files straight into
 the run's tables. Workers return only file descriptions: the driver never collects rows; it commits
