@@ -14,6 +14,7 @@ One Spark job per group of batches (so its fixed cost is shared), one set of com
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -211,22 +212,33 @@ def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], bucke
     (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
     """
 
-    def step(pdf: pd.DataFrame) -> pd.DataFrame:
-        bucket = int(pdf[BUCKET].iloc[0])
+    def step(bucket: int) -> pd.DataFrame:
         return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
 
-    ids = spark.createDataFrame([(b,) for b in range(buckets)], f"{BUCKET} long")
-    return collect_files(plan, ids.groupBy(BUCKET).applyInPandas(step, FILES_SCHEMA).collect())
+    return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
 
 
 def execute_finish(spark: SparkSession, plan: StepPlan) -> dict[int, StepFiles]:
     """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
+    no_events = pd.DataFrame({BUCKET: pd.Series([], dtype="int64")})
+    return collect_files(plan, per_bucket(spark, sorted(plan.state_files),
+                                          lambda bucket: run_bucket(plan, bucket, no_events)))
 
-    def finish(pdf: pd.DataFrame) -> pd.DataFrame:
-        return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.iloc[:0])
 
-    ids = spark.createDataFrame([(b,) for b in sorted(plan.state_files)], f"{BUCKET} long")
-    return collect_files(plan, ids.groupBy(BUCKET).applyInPandas(finish, FILES_SCHEMA).collect())
+def per_bucket(spark: SparkSession, buckets: list[int],
+               work: Callable[[int], pd.DataFrame]) -> list:
+    """``work(bucket)`` for every bucket, each in its own Spark task (one partition per bucket,
+    no shuffle, so the tasks run in parallel); the collected rows of all results."""
+    if not buckets:
+        return []
+
+    def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for frame in frames:
+            for i in frame["id"].tolist():
+                yield work(buckets[i])
+
+    n = len(buckets)
+    return spark.range(0, n, 1, n).mapInPandas(run, FILES_SCHEMA).collect()
 
 
 def collect_files(plan: StepPlan, rows: list) -> dict[int, StepFiles]:
