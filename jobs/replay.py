@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -38,7 +39,7 @@ from .keyed import (
     execute_step,
 )
 from .merged import merge_inputs
-from .storage import DeltaStorage, LiveFile, StagedFile, Txn
+from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
 
 MANIFEST_SCHEMA = pa.schema([
@@ -318,7 +319,8 @@ class Replay:
                                          txn["output"], meta)
         if not finish:
             for kind in ("late", "quarantine"):
-                self._commit(tables[kind], staged[kind], schemas[kind], txn[kind], meta)
+                self._commit(tables[kind], staged[kind], schemas[kind], txn[kind], meta,
+                             need_version=False)
             replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
             state_version, skipped = self._commit(tables["state"], staged["state"],
                                                   schemas["state"], txn["state"], meta,
@@ -338,19 +340,31 @@ class Replay:
                "output_version": output_version, **asdict(report)}
         if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") == f"{info.run_id}/{batch}":
             os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
-        self.storage.write(pa.Table.from_pylist([row], MANIFEST_SCHEMA), tables["manifest"],
-                           txn=txn["manifest"], metadata=meta)
+        self._commit_rows(tables["manifest"], pa.Table.from_pylist([row], MANIFEST_SCHEMA),
+                          txn["manifest"], meta)
         return report, state_version, live
 
+    def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict) -> None:
+        """Commit a small table (a manifest row) once, as one staged Parquet file."""
+        directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
+        directory.mkdir(parents=True)
+        file = str(directory / "part-00000.parquet")
+        pq.write_table(table, file)
+        rows, stats = file_stats(file)
+        self._commit(path, [StagedFile(file, os.path.getsize(file), rows, stats)], table.schema,
+                     txn, meta)
+
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
-                meta: dict, remove: list[str] | None = None) -> tuple[int, bool]:
+                meta: dict, remove: list[str] | None = None, need_version: bool = True
+                ) -> tuple[int | None, bool]:
         """Commit a batch's files once: (table version holding them, skipped as already done).
 
         A batch that adds and removes nothing leaves an existing table alone (a retry of it
-        would write nothing either); the first batch always creates the table.
+        would write nothing either); the first batch always creates the table. Without
+        ``need_version`` such a no-op returns no version (it costs a log read).
         """
         if not files and not remove and self.storage.exists(path):
-            return self.storage.version(path), False
+            return (self.storage.version(path) if need_version else None), False
         result = self.storage.commit_files(path, files, schema, txn=txn, metadata=meta,
                                            remove=remove or ())
         if not result.skipped:

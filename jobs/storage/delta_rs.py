@@ -87,6 +87,21 @@ class DeltaRsStorage(DeltaStorage):
     name: str = field(init=False, default="delta-rs")
     _snapshots: dict[tuple[str, int], DeltaTable] = field(init=False, default_factory=dict,
                                                           repr=False)
+    #: Open handles on tables this process commits to, brought up to date before each use
+    #: (reading the new log entries is cheaper than opening the table again).
+    _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
+
+    def _current(self, path: str) -> DeltaTable | None:
+        """The table at ``path`` at its latest version, or None when there is no table."""
+        root = _local(path).rstrip("/")
+        dt = self._latest.get(root)
+        if dt is not None and os.path.exists(f"{root}/_delta_log/{dt.version():020d}.json"):
+            dt.update_incremental()  # (a table deleted and made again is opened afresh)
+            return dt
+        if not DeltaTable.is_deltatable(root):
+            return None
+        self._latest[root] = dt = self._table(root)
+        return dt
 
     def _table(self, path: str, version: int | None = None) -> DeltaTable:
         try:
@@ -118,7 +133,10 @@ class DeltaRsStorage(DeltaStorage):
         return DeltaTable.is_deltatable(_local(path))
 
     def version(self, path: str) -> int:
-        return self._table(path).version()
+        dt = self._current(path)
+        if dt is None:
+            raise StorageError(f"no Delta table at {path}")
+        return dt.version()
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
         return pa.schema(self._table(path, version).schema().to_arrow())
@@ -225,7 +243,7 @@ class DeltaRsStorage(DeltaStorage):
                      metadata: Mapping[str, str] | None = None,
                      remove: Sequence[str] = ()) -> WriteResult:
         root = _local(path).rstrip("/")
-        dt = DeltaTable(root) if self.exists(path) else None
+        dt = self._current(path)
         if dt is not None and txn is not None and done_already(
                 dt.transaction_version(txn.app_id), txn):
             return WriteResult(version=None, skipped=True)
