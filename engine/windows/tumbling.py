@@ -15,8 +15,6 @@ seen so far. The row at close (``final`` true) is the close-mode row.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -33,9 +31,9 @@ KEY_ROW = np.iinfo(np.int64).min
 NO_TIME = -(2**62)
 
 
-def iso(us: int) -> str:
-    """Microseconds since the epoch as an ISO 8601 UTC string."""
-    return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def isos(us: np.ndarray) -> list[str]:
+    """Microseconds since the epoch as ISO 8601 UTC strings (``...T00:04:10.026326Z``)."""
+    return [f"{text}Z" for text in np.datetime_as_string(us.astype("datetime64[us]"), unit="us")]
 
 
 def _micros_text(us: int) -> str:
@@ -57,10 +55,11 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
     prev = np.maximum(before.to_numpy(dtype="int64"), from_state)
     late_mask = t < prev - lateness
     late = events[late_mask].copy()
+    t_late, prev_late = t[late_mask], prev[late_mask]
     late[REASON] = [
-        f"event time {iso(ti)} is below the key's watermark {iso(pi - lateness)} "
-        f"(max event time seen {iso(pi)} minus lateness {_micros_text(lateness)})"
-        for ti, pi in zip(t[late_mask], prev[late_mask], strict=True)]
+        f"event time {ti} is below the key's watermark {wi} (max event time seen {pi} minus "
+        f"lateness {_micros_text(lateness)})" for ti, wi, pi in zip(
+            isos(t_late), isos(prev_late - lateness), isos(prev_late), strict=True)]
     return events, late, events[~late_mask]
 
 
