@@ -32,6 +32,15 @@ def state_at(replay: Replay, run_id: str, batch: int) -> pd.DataFrame:
     return frame.sort_values(list(frame.columns)).reset_index(drop=True)
 
 
+def validated_run(replay: Replay, query: str, plan: str) -> str:
+    """Replay ``query`` under ``plan`` (a run of its own), check it validates; its run id."""
+    info = replay.prepare(query, plan=plan, run_id=f"{query}-{plan.replace(':', '')}")
+    replay.run(info)
+    report = validate_run(replay, replay.catalog, info.run_id)
+    assert report.ok, (report.diff, report.late_mismatch, report.reconciles)
+    return info.run_id
+
+
 def make_replay(spark, storage, n: int, commits: int, seed: int) -> Replay:
     root = Path(tempfile.mkdtemp(prefix="reprise-replay-"))
     catalog = small_catalog(root / "schemas")
@@ -161,13 +170,10 @@ def test_qre_replay_equals_reference_and_ignores_the_plan(spark, storage):
     replay = make_replay(spark, storage, n=150, commits=3, seed=9)  # null values are rejected
     results = []
     for plan in ("rows:7", "commit", "cuts:0,0,40,41,149"):
-        info = replay.prepare("ev_q", plan=plan, run_id=f"q-{plan.replace(':', '')}")
-        replay.run(info)
-        report = validate_run(replay, replay.catalog, info.run_id)
-        assert report.ok, (report.diff, report.late_mismatch)
-        results.append(output_rows(replay, info.run_id))
+        run_id = validated_run(replay, "ev_q", plan)
+        results.append(output_rows(replay, run_id))
         quarantine = replay.storage.read_arrow(
-            replay.warehouse.run_table(info.run_id, "quarantine")).column("reason").to_pylist()
+            replay.warehouse.run_table(run_id, "quarantine")).column("reason").to_pylist()
         assert "the query reads 'v' but the event has no value for it" in quarantine
     assert results[0] == results[1] == results[2] and results[0]
 
@@ -177,10 +183,7 @@ def test_session_and_count_replays_equal_reference_and_ignore_the_plan(spark, st
     replay = make_replay(spark, storage, n=200, commits=2, seed=13)
     results = []
     for plan in ("rows:9", "commit"):
-        info = replay.prepare(query, plan=plan, run_id=f"{query}-{plan.replace(':', '')}")
-        replay.run(info)
-        assert validate_run(replay, replay.catalog, info.run_id).ok
-        results.append(output_rows(replay, info.run_id))
+        results.append(output_rows(replay, validated_run(replay, query, plan)))
     assert results[0] == results[1] and len(results[0]) > 1
 
 
@@ -189,11 +192,7 @@ def test_derived_column_sees_earlier_batches_and_ignores_the_plan(spark, storage
     replay = make_replay(spark, storage, n=160, commits=2, seed=21)
     results = []
     for plan in ("rows:5", "commit"):
-        info = replay.prepare("ev_d", plan=plan, run_id=f"d-{plan.replace(':', '')}")
-        replay.run(info)
-        report = validate_run(replay, replay.catalog, info.run_id)
-        assert report.ok, (report.diff, report.late_mismatch)
-        results.append(output_rows(replay, info.run_id))
+        results.append(output_rows(replay, validated_run(replay, "ev_d", plan)))
     assert results[0] == results[1] and len(results[0]) > 3
 
 
@@ -203,11 +202,8 @@ def test_updates_mode_with_holistic_aggregates_equals_reference_for_each_plan(sp
     replay = make_replay(spark, storage, n=200, commits=2, seed=5)
     finals = []
     for plan in ("rows:13", "commit"):
-        info = replay.prepare("ev_u", plan=plan, run_id=f"u-{plan.replace(':', '')}")
-        replay.run(info)
-        report = validate_run(replay, replay.catalog, info.run_id)
-        assert report.ok, (report.diff, report.late_mismatch, report.reconciles)
-        output = replay.storage.read_arrow(replay.warehouse.run_table(info.run_id, "output"))
+        run_id = validated_run(replay, "ev_u", plan)
+        output = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "output"))
         frame = output.to_pandas()
         assert (~frame["final"]).any()  # early rows were emitted
         final = frame[frame["final"]].drop(columns=["batch"])
