@@ -31,6 +31,11 @@ def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.In
     return out
 
 
+def overlapping(index: list[dict], lo: int, hi: int) -> list[dict]:
+    """The files of ``index`` holding events with arrival sequence in ``[lo, hi)``."""
+    return [f for f in index if f["offset"] < hi and f["offset"] + f["rows"] > lo]
+
+
 #: Catalog column types as Spark SQL types.
 SPARK_TYPES = {"string": "string", "int": "bigint", "double": "double", "bool": "boolean",
                "timestamp": "timestamp"}
@@ -46,9 +51,7 @@ def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict],
     SQL expression, catalog type)); they are computed over the whole pinned input, so window
     expressions such as ``lag(x) over (partition by k order by __seq)`` see every earlier event.
     """
-    whole = bool(derived)
-    files = index if whole else [f for f in index
-                                 if f["offset"] < hi and f["offset"] + f["rows"] > lo]
+    files = index if derived else overlapping(index, lo, hi)
     df = storage.read_positioned(path, version, [f["uri"] for f in files])
     offsets = F.create_map(*[x for f in files for x in (F.lit(f["uri"]), F.lit(f["offset"]))]) \
         if files else F.create_map().cast("map<string,bigint>")

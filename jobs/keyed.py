@@ -2,13 +2,13 @@
 
 Keys are hashed into a fixed number of buckets. The events of a group of consecutive batches reach
 their bucket either by Spark's shuffle (:func:`execute_step`) or by each bucket's task reading the
-input files itself (:func:`execute_direct`), and each bucket runs in a Python worker that reads
-the bucket's current state
-file (state is stored one file per bucket), steps the engine through the group's batches in order,
-and writes each batch's output, late, quarantine and new state rows as Parquet files straight into
-the run's tables. Workers return only file descriptions: the driver never collects rows; it commits
-the listed files to Delta, batch by batch. A bucket without events in a batch keeps its state file.
-One Spark job per group of batches (so its fixed cost is shared), one set of commits per batch.
+input files itself (:func:`execute_direct`), and each bucket runs in a Python worker that reads the
+bucket's current state file (state is stored one file per bucket), steps the engine through the
+group's batches in order, and writes each batch's output, late, quarantine and new state rows as
+Parquet files straight into the run's tables. Workers return only file descriptions: the driver
+never collects rows; it commits the listed files to Delta, batch by batch. A bucket without events
+in a batch keeps its state file. One Spark job per group of batches (so its fixed cost is shared),
+one set of commits per batch.
 """
 
 from __future__ import annotations

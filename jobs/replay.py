@@ -28,7 +28,7 @@ from engine.operator import SEQ, TIME, KeyedOperator
 from engine.registry import input_recording, operator_for
 
 from . import plans
-from .arrival import input_index, sequenced
+from .arrival import input_index, overlapping, sequenced
 from .keyed import (
     KINDS,
     StepFiles,
@@ -284,8 +284,8 @@ class Replay:
                         finish=finish)
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         if info.exchange == "direct":
-            files = [f for f in info.files if f["offset"] < hi and f["offset"] + f["rows"] > lo]
-            steps = execute_direct(self.spark, plan, files, info.buckets)
+            steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
+                                   info.buckets)
         elif finish:  # alone: one task per bucket that holds state
             steps = execute_finish(self.spark, plan)
         else:
