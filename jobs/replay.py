@@ -4,7 +4,9 @@ A run lives in ``runs/<run_id>/``: ``run.json`` (query fingerprint, pinned input
 files with their arrival offsets, the batch plan's cut points) and the Delta tables ``output``,
 ``late``, ``quarantine``, ``state`` and ``manifest``. Every batch commits each table with a Delta
 application transaction (app id ``<run_id>/<table>``, version = batch id), so a batch that is run
-again after a crash writes nothing twice; the manifest row is written last and marks the batch done.
+again after a crash writes nothing twice. The manifest rows of the batches one Spark job ran are
+committed last, together (version = the job's last batch id): they mark those batches done, and a
+run resumes after the last batch the manifest holds.
 """
 
 from __future__ import annotations
@@ -138,7 +140,8 @@ class Replay:
     storage: DeltaStorage
     warehouse: Warehouse
     catalog: Catalog
-    #: Consecutive batches run by one Spark job (each still commits on its own).
+    #: Consecutive batches run by one Spark job (each commits its tables on its own; their
+    #: manifest rows are committed together).
     batches_per_job: int = field(
         default_factory=lambda: int(os.environ.get("REPRISE_BATCHES_PER_JOB", "32")))
     #: Upper bound on the events of one Spark job (bounds worker memory).
@@ -293,19 +296,27 @@ class Replay:
                                lo, hi, plan.time_column, query.derived)
             steps = execute_step(plan, events, info.buckets)
         shared = (time.perf_counter() - started) / len(group)
-        reports = []
+        reports, rows = [], []
         for batch in group:
-            report, state_version, live = self._commit_batch(
+            report, row, live = self._commit_batch(
                 info, tables, schemas, batch, bounds[batch], steps[batch], live, state_version,
                 batch == info.batches, shared)
+            state_version = row["state_version"]
             reports.append(report)
+            rows.append(row)
+        if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") in {f"{info.run_id}/{b}" for b in group}:
+            os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
+        meta = {"reprise.run": info.run_id, "reprise.batch": str(group[-1])}
+        self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
+                          Txn(f"{info.run_id}/manifest", group[-1]), meta)
         return reports, state_version
 
     def _commit_batch(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
                       batch: int, bounds: tuple[int, int], step: StepFiles, live: list[LiveFile],
                       state_version: int | None, finish: bool, shared_s: float
-                      ) -> tuple[BatchReport, int | None, list[LiveFile]]:
-        """Commit one batch's files and its manifest row; returns the live state files after it."""
+                      ) -> tuple[BatchReport, dict, list[LiveFile]]:
+        """Commit one batch's files: (its report, its manifest row, the live state files after
+        it)."""
         started = time.perf_counter()  # manifest bookkeeping only
         lo, hi = bounds
         if step.rows_seen != hi - lo:
@@ -313,7 +324,7 @@ class Replay:
                               f"(arrival sequence {lo}..{hi}) but the step saw {step.rows_seen}; "
                               "the recording changed under the pinned version?")
         staged = step.staged
-        txn = {k: Txn(f"{info.run_id}/{k}", batch) for k in (*KINDS, "manifest")}
+        txn = {k: Txn(f"{info.run_id}/{k}", batch) for k in KINDS}
         meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
         output_version, _ = self._commit(tables["output"], staged["output"], schemas["output"],
                                          txn["output"], meta)
@@ -338,14 +349,10 @@ class Replay:
             duration_s=shared_s + time.perf_counter() - started)
         row = {"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi, "state_version": state_version,
                "output_version": output_version, **asdict(report)}
-        if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") == f"{info.run_id}/{batch}":
-            os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
-        self._commit_rows(tables["manifest"], pa.Table.from_pylist([row], MANIFEST_SCHEMA),
-                          txn["manifest"], meta)
-        return report, state_version, live
+        return report, row, live
 
     def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict) -> None:
-        """Commit a small table (a manifest row) once, as one staged Parquet file."""
+        """Commit a small table (manifest rows) once, as one staged Parquet file."""
         directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
         directory.mkdir(parents=True)
         file = str(directory / "part-00000.parquet")

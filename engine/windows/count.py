@@ -61,14 +61,13 @@ class CountWindow(TumblingWindow):
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         keys = state[state["role"] == KEY]
         prior = pd.Series(keys["t"].to_numpy(dtype="int64"), index=keys[self.key].to_numpy())
-        _, late, on_time = split_late(batch, prior, self.key, self.spec.lateness_us)
+        batch_max, late, on_time = split_late(batch, prior, self.key, self.spec.lateness_us)
         arrived = pd.DataFrame({self.key: on_time[self.key].to_numpy(), "role": PENDING,
                                 "t": on_time[TIME].to_numpy(dtype="int64"),
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})
         for col in self.spec.value_columns:
             arrived[f"v_{col}"] = column_values(on_time, col, self.spec.value_types[col])
-        max_t = pd.concat([prior, arrived.groupby(self.key, sort=False)["t"].max()]).groupby(
-            level=0, sort=False).max()
+        max_t = pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
         rows = pd.concat([state[state["role"] != KEY], arrived], ignore_index=True)
         output, kept, released = self._release(rows, keys, max_t - self.spec.lateness_us,
                                                 self.updates)

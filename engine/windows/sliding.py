@@ -44,51 +44,47 @@ class SlidingWindow(TumblingWindow):
     def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
                max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
         lateness = self.spec.lateness_us
-        before = slices[self.key].map(prior).fillna(NO_TIME).to_numpy(dtype="int64") - lateness
-        after = slices[self.key].map(max_t).to_numpy(dtype="int64") - lateness
-        emitted = self._assemble(slices, before, after, touched if self.updates else None)
+        code, keys = pd.factorize(slices[self.key].to_numpy(), sort=True)
+        before = prior.reindex(keys).fillna(NO_TIME).to_numpy(dtype="int64") - lateness
+        after = max_t.reindex(keys).to_numpy(dtype="int64") - lateness
+        emitted = self._assemble(slices, code, keys, before, after,
+                                 touched if self.updates else None)
         starts = slices["window_start"].to_numpy(dtype="int64")
         last_start = starts - np.mod(starts, self.spec.slide)  # last window holding the slice
-        return emitted, slices[last_start + self.spec.size_us > after]
+        return emitted, slices[last_start + self.spec.size_us > after[code]]
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         is_key = state["window_start"].to_numpy() == KEY_ROW
         slices = state[~is_key]
         prior = pd.Series(state.loc[is_key, "max_t"].to_numpy(dtype="int64"),
                           index=state.loc[is_key, self.key].to_numpy())
-        before = slices[self.key].map(prior).to_numpy(dtype="int64") - self.spec.lateness_us
-        return self._assemble(slices, before, np.full(len(slices), END_OF_INPUT), None)
+        code, keys = pd.factorize(slices[self.key].to_numpy(), sort=True)
+        before = prior.reindex(keys).to_numpy(dtype="int64") - self.spec.lateness_us
+        return self._assemble(slices, code, keys, before, np.full(len(keys), END_OF_INPUT), None)
 
-    def _assemble(self, slices: pd.DataFrame, before: np.ndarray, after: np.ndarray,
-                  touched: np.ndarray | None) -> pd.DataFrame:
-        """Output rows of the windows whose end lies in ``(before, after]`` (per slice row: its
-        key's watermarks before and after the step), assembled from ``slices``; with
-        ``touched`` (updates mode) also early rows of the windows ending after ``after`` that
-        hold a touched slice. Windows without events are left out."""
+    def _assemble(self, slices: pd.DataFrame, key_code: np.ndarray, keys: np.ndarray,
+                  before: np.ndarray, after: np.ndarray, touched: np.ndarray | None
+                  ) -> pd.DataFrame:
+        """Output rows of the windows whose end lies in ``(before, after]`` (each key's
+        watermarks before and after the step; ``key_code`` indexes ``keys`` per slice row),
+        assembled from ``slices``; with ``touched`` (updates mode) also early rows of the windows
+        ending after ``after`` that hold a touched slice. Windows without events are left out."""
         g, size, slide = self._slice, self.spec.size_us, self.spec.slide
         width, hop = size // g, slide // g
         if slices.empty:
             return self._empty_output()
-        key_code, keys = pd.factorize(slices[self.key].to_numpy())
         a = slices["window_start"].to_numpy(dtype="int64")
-        frame = pd.DataFrame({"k": key_code, "a": a, "before": before, "after": after})
-        per_key = frame.groupby("k", sort=True).agg(a0=("a", "min"), a1=("a", "max"),
-                                                   before=("before", "first"),
-                                                   after=("after", "first"))
-        key_after = per_key["after"].to_numpy()
-        lo = np.maximum(_next_start(per_key["a0"].to_numpy() - size, slide),
-                        _next_start(per_key["before"].to_numpy() - size, slide))
-        hi = np.minimum(np.floor_divide(per_key["a1"].to_numpy(), slide) * slide,
-                        np.floor_divide(key_after - size, slide) * slide)
+        a0, a1 = _per_key_range(key_code, a, len(keys))
+        lo = np.maximum(_next_start(a0 - size, slide), _next_start(before - size, slide))
+        hi = np.minimum(np.floor_divide(a1, slide) * slide,
+                        np.floor_divide(after - size, slide) * slide)
         has = hi >= lo
         if touched is not None and touched.any():  # early windows: end after ``after``
-            fresh = frame[touched].groupby("k").agg(t0=("a", "min"), t1=("a", "max"))
-            t0 = fresh["t0"].reindex(per_key.index).to_numpy()
-            t1 = fresh["t1"].reindex(per_key.index).to_numpy()
-            seen = ~np.isnan(t0)
-            lo_e = np.maximum(_next_start(np.nan_to_num(t0).astype("int64") - size, slide),
-                              _next_start(key_after - size, slide))
-            hi_e = np.floor_divide(np.nan_to_num(t1).astype("int64"), slide) * slide
+            t0, t1 = _per_key_range(key_code[touched], a[touched], len(keys))
+            seen = t0 <= t1
+            lo_e = np.maximum(_next_start(np.where(seen, t0, 0) - size, slide),
+                              _next_start(after - size, slide))
+            hi_e = np.floor_divide(np.where(seen, t1, 0), slide) * slide
             early = seen & (hi_e >= lo_e)
             lo = np.where(has & early, np.minimum(lo, lo_e), np.where(early, lo_e, lo))
             hi = np.where(has & early, np.maximum(hi, hi_e), np.where(early, hi_e, hi))
@@ -99,14 +95,14 @@ class SlidingWindow(TumblingWindow):
         cell = offset[key_code] + (a - lo[key_code]) // g
         inside = has[key_code] & (a >= lo[key_code]) & (a < hi[key_code] + size)
         total = int(cells.sum())
-        window_key = np.repeat(np.arange(len(per_key)), count)
+        window_key = np.repeat(np.arange(len(keys)), count)
         first = np.concatenate([[0], np.cumsum(count)[:-1]])
         j = np.arange(int(count.sum())) - np.repeat(first, count)
         pos = offset[window_key] + j * hop
         starts = lo[window_key] + j * slide
         results = self.plan.window(columns_of(slices[inside], self.plan.columns()),
                                    cell[inside], total, pos, width)
-        closing = starts + size <= key_after[window_key]
+        closing = starts + size <= after[window_key]
         final = closing & (results["rows"] > 0)
         frames = [self._emit(keys[window_key[final]], starts[final], starts[final] + size,
                              {n: v[final] for n, v in results.items()}, final=True)]
@@ -123,3 +119,13 @@ class SlidingWindow(TumblingWindow):
 def _next_start(t: np.ndarray, slide: int) -> np.ndarray:
     """The least multiple of ``slide`` above ``t``."""
     return (np.floor_divide(t, slide) + 1) * slide
+
+
+def _per_key_range(code: np.ndarray, values: np.ndarray, keys: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) of ``values`` per key code; a key without values gets (int64 max, int64 min)."""
+    low = np.full(keys, np.iinfo(np.int64).max)
+    high = np.full(keys, np.iinfo(np.int64).min)
+    np.minimum.at(low, code, values)
+    np.maximum.at(high, code, values)
+    return low, high

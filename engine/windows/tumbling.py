@@ -31,9 +31,9 @@ KEY_ROW = np.iinfo(np.int64).min
 NO_TIME = -(2**62)
 
 
-def isos(us: np.ndarray) -> list[str]:
+def isos(us: np.ndarray) -> np.ndarray:
     """Microseconds since the epoch as ISO 8601 UTC strings (``...T00:04:10.026326Z``)."""
-    return [f"{text}Z" for text in np.datetime_as_string(us.astype("datetime64[us]"), unit="us")]
+    return np.datetime_as_string(us.astype("datetime64[us]"), unit="us", timezone="UTC")
 
 
 def _micros_text(us: int) -> str:
@@ -41,26 +41,36 @@ def _micros_text(us: int) -> str:
 
 
 def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
-               ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(events sorted by key and arrival, late events with a reason, on-time events).
+               ) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame]:
+    """(max event time per key in the batch, late events with a reason, on-time events sorted by
+    key and arrival).
 
     ``prior`` maps a key to the max event time seen in earlier batches. An event is late when its
     time is below its key's watermark at arrival: max event time seen before it minus lateness.
     """
-    events = batch.sort_values([key, SEQ], kind="stable").reset_index(drop=True)
-    t = events[TIME].to_numpy(dtype="int64")
-    seen = events.assign(__cm=events.groupby(key, sort=False)[TIME].cummax())
-    before = seen.groupby(key, sort=False)["__cm"].shift(1, fill_value=NO_TIME)
-    from_state = events[key].map(prior).fillna(NO_TIME).to_numpy(dtype="int64")
-    prev = np.maximum(before.to_numpy(dtype="int64"), from_state)
+    code, uniques = pd.factorize(batch[key].to_numpy(), sort=True)
+    order = np.lexsort((batch[SEQ].to_numpy(dtype="int64"), code))
+    c, t = code[order], batch[TIME].to_numpy(dtype="int64")[order]
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else c
+    # running max per key: the ranks of the times, lifted by key so one accumulate serves all
+    values, rank = np.unique(t, return_inverse=True)
+    lift = c.astype("int64") * len(values)
+    running = values[np.maximum.accumulate(lift + rank) - lift]
+    before = np.empty_like(t)
+    before[1:] = running[:-1]
+    before[starts] = NO_TIME
+    from_state = prior.reindex(uniques).fillna(NO_TIME).to_numpy(dtype="int64")
+    prev = np.maximum(before, from_state[c])
     late_mask = t < prev - lateness
-    late = events[late_mask].copy()
-    t_late, prev_late = t[late_mask], prev[late_mask]
+    late = batch.take(order[late_mask]).reset_index(drop=True)
+    t_late, prev_late, text = t[late_mask], prev[late_mask], _micros_text(lateness)
     late[REASON] = [
         f"event time {ti} is below the key's watermark {wi} (max event time seen {pi} minus "
-        f"lateness {_micros_text(lateness)})" for ti, wi, pi in zip(
+        f"lateness {text})" for ti, wi, pi in zip(
             isos(t_late), isos(prev_late - lateness), isos(prev_late), strict=True)]
-    return events, late, events[~late_mask]
+    batch_max = pd.Series(np.maximum.reduceat(t, starts) if len(t) else t,
+                          index=uniques[c[starts]])
+    return batch_max, late, batch.take(order[~late_mask]).reset_index(drop=True)
 
 
 class TumblingWindow(KeyedOperator):
@@ -185,12 +195,11 @@ class TumblingWindow(KeyedOperator):
         prior = pd.Series(state.loc[is_key_row, "max_t"].to_numpy(dtype="int64"),
                           index=state.loc[is_key_row, key].to_numpy())
 
-        events, late, on_time = split_late(batch, prior, key, lateness)
+        batch_max, late, on_time = split_late(batch, prior, key, lateness)
         starts = on_time[TIME].to_numpy(dtype="int64")
         starts = starts - np.mod(starts, size)
         slices, touched = self._merge(windows, self._partials(on_time, starts))
 
-        batch_max = events.groupby(key, sort=False)[TIME].max()
         max_t = pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
         emitted, kept = self._close(slices, touched, prior, max_t)
         new_state = pd.concat([self._key_rows(max_t), kept], ignore_index=True)

@@ -95,9 +95,11 @@ class DeltaRsStorage(DeltaStorage):
         """The table at ``path`` at its latest version, or None when there is no table."""
         root = _local(path).rstrip("/")
         dt = self._latest.get(root)
-        if dt is not None and os.path.exists(f"{root}/_delta_log/{dt.version():020d}.json"):
-            dt.update_incremental()  # (a table deleted and made again is opened afresh)
-            return dt
+        log = f"{root}/_delta_log/{{:020d}}.json"
+        if dt is not None and os.path.exists(log.format(dt.version())):
+            if os.path.exists(log.format(dt.version() + 1)):  # another writer committed since
+                dt.update_incremental()
+            return dt  # (a table deleted and made again is opened afresh)
         if not DeltaTable.is_deltatable(root):
             return None
         self._latest[root] = dt = self._table(root)

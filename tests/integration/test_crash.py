@@ -16,10 +16,13 @@ from jobs.replay import Replay
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = "rows:2000"
+#: Three batches per Spark job: the manifest grows by three rows a job, so a kill lands mid-run.
+PER_JOB = "3"
 
 
 def start_replay(warehouse: Path, run_id: str, extra_env: dict | None = None):
-    env = {**os.environ, "REPRISE_WAREHOUSE": str(warehouse), **(extra_env or {})}
+    env = {**os.environ, "REPRISE_WAREHOUSE": str(warehouse), "REPRISE_BATCHES_PER_JOB": PER_JOB,
+           **(extra_env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "jobs.cli", "replay", "vitals_hr_1m", "--plan", PLAN,
          "--run-id", run_id], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -75,7 +78,8 @@ def test_crash_between_table_commits_and_manifest(spark, storage, catalog, wareh
     replay = prepared(spark, storage, catalog, warehouse)
     proc = start_replay(warehouse.root, "torn", {"REPRISE_CRASH_BEFORE_MANIFEST": "torn/3"})
     assert proc.wait(timeout=240) == -signal.SIGKILL
-    assert committed_batches(warehouse.root, "torn") == 3  # batch 3 wrote its tables, no manifest
+    # the job of batches 3-5 committed their tables but not their manifest rows
+    assert committed_batches(warehouse.root, "torn") == 3
     info = replay.prepare("vitals_hr_1m", plan=PLAN, run_id="torn")
     replay.run(info)
     replay.run(replay.prepare("vitals_hr_1m", plan=PLAN, run_id="straight"))
