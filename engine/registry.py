@@ -51,20 +51,21 @@ def operator_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> Keye
     return kind[spec.kind](spec, name=query.name)
 
 
-def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec],
+def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec], op: KeyedOperator,
                   cuts: list[int] | None = None) -> Reference:
     """The naive reference evaluation of ``query`` (events need ``__t`` and ``__seq``); its
-    output is compared with the operator's :meth:`~KeyedOperator.final_view` of a run.
+    output is compared with the :meth:`~KeyedOperator.final_view` of a run of ``op`` (the
+    query's operator, from :func:`operator_for`).
     ``cuts`` (the run's batch plan) is needed by window queries in updates mode, whose early rows
     depend on where the batches end."""
     recording = input_recording(query, recordings)
     if query.kind == "qre":
         qre = parse_qre_query(query, recording)
         return lambda events: qre_reference(events, qre)
-    if query.kind == "spj":
-        return SpjOperator(query, recordings, name=query.name).reference
+    if isinstance(op, SpjOperator):
+        return op.reference
     spec = parse_window_query(query, recording)
-    columns = operator_for(query, recordings).output_schema.names
+    columns = op.output_schema.names
 
     def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
         if spec.emit == "updates":

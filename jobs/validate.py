@@ -161,12 +161,12 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     unplaceable = events_all[SEQ][events_all[key].isna() | events_all[TIME].isna()]
     events_pdf = events_all.drop(unplaceable.index)
     events_pdf[TIME] = events_pdf[TIME].astype("int64")
-    reference = reference_for(query, catalog.recordings, info.cuts)
+    op = operator_for(query, catalog.recordings)
+    reference = reference_for(query, catalog.recordings, op, info.cuts)
     reference_out, reference_late, reference_rejected = reference(events_pdf)
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
     output = _micros(replay.storage.read_arrow(tables["output"]))
-    op = operator_for(query, catalog.recordings)
     diff = diff_frames(op.final_view(output), reference_out, op.output_keys)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
     mismatch = sorted(set(late) ^ set(reference_late))

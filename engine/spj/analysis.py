@@ -27,15 +27,16 @@ class Analysis:
     proof: str
     notes: list[str]
     synopsis: Synopsis | None
-    _verdict: Verdict = field(repr=False)
+    #: The rule-level verdict the analysis was drawn from (its findings, closure and SPJ form).
+    verdict: Verdict = field(repr=False)
 
     @cached_property
     def witness(self) -> Witness | None:
         """An adversarial input family forcing linear memory (None if bounded or not found)."""
         if self.bounded or self.query.timestamps:
             return None
-        consts = self._verdict.spj.constants if self._verdict.spj else ()
-        for f, v in zip(self._verdict.findings, self._verdict.violations, strict=False):
+        consts = self.verdict.spj.constants if self.verdict.spj else ()
+        for f, v in zip(self.verdict.findings, self.verdict.violations, strict=False):
             w = build(self.query, f, consts, v.condition)
             if w is not None:
                 return w

@@ -370,7 +370,7 @@ class SpjExecutor:
         a = self.analysis
         if not a.bounded:
             return _refusal(a)
-        q, v = a.query, a._verdict
+        q, v = a.query, a.verdict
         units = a.synopsis.units
         if q.timestamps and not q.aggregate and not q.distinct:
             v = spj_verdict(q)
