@@ -84,6 +84,9 @@ class KeyedOperator(ABC):
     output_schema: pa.Schema
     #: Columns that identify an output row (each is emitted at most once).
     output_keys: list[str]
+    #: The operator uses key values only to group rows and to order them, so a runner may hand
+    #: it integer codes that sort like the values (and turn them back in what it writes).
+    codes_keys: bool = False
 
     @abstractmethod
     def init(self) -> pd.DataFrame:

@@ -140,14 +140,34 @@ def _seen(batch: int, bucket: int, rows: int) -> dict:
             "rows": rows, "stats": ""}
 
 
+def key_codes(key: str, frames: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], np.ndarray]:
+    """``frames`` with their ``key`` values replaced by integer codes that sort like the values,
+    and the values by code (see :attr:`KeyedOperator.codes_keys`: hashing and sorting ints is
+    much cheaper than strings)."""
+    codes, values = pd.factorize(
+        np.concatenate([f[key].to_numpy(dtype=object) for f in frames]), sort=True)
+    parts = np.split(codes, np.cumsum([len(f) for f in frames])[:-1])
+    return [f.assign(**{key: c}) for f, c in zip(frames, parts, strict=True)], values
+
+
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
     """The worker side: step one bucket of keys through the plan's batches."""
     op = plan.op
     state = _load_state(plan, bucket)
     rows: list[dict | None] = []
     steps = plan.batches[:-1] if plan.finish else plan.batches
+    good, bad = _quarantine(events, plan) if steps else (events, events)
+    values = None
+    if op.codes_keys:
+        (state, *coded), values = key_codes(op.key, [state, *([good] if steps else [])])
+        good = coded[0] if steps else good
+
+    def decode(frame: pd.DataFrame) -> pd.DataFrame:
+        if values is None or frame.empty:
+            return frame
+        return frame.assign(**{op.key: values.take(frame[op.key].to_numpy(dtype="int64"))})
+
     if steps:
-        good, bad = _quarantine(events, plan)
         ends = np.asarray([hi for _, _, hi in steps], dtype="int64")
         good_of, bad_of = _per_batch(good, ends), _per_batch(bad, ends)
     for i, (batch, _, _) in enumerate(steps):
@@ -158,17 +178,18 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
         state = result.state
         rows += [
             _seen(batch, bucket, len(batch_good) + len(batch_bad)),
-            _write(plan, batch, "output", result.output.assign(batch=batch), bucket),
-            _write(plan, batch, "late", event_rows(result.late, plan), bucket),
+            _write(plan, batch, "output", decode(result.output).assign(batch=batch), bucket),
+            _write(plan, batch, "late", event_rows(decode(result.late), plan), bucket),
             _write(plan, batch, "quarantine", event_rows(
-                pd.concat([batch_bad, result.rejected]) if not result.rejected.empty
+                pd.concat([batch_bad, decode(result.rejected)]) if not result.rejected.empty
                 else batch_bad, plan), bucket),
-            _write(plan, batch, "state", result.state, bucket),
+            _write(plan, batch, "state", decode(result.state), bucket),
         ]
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
         rows.append(_seen(batch, bucket, 0))
-        rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket))
+        rows.append(_write(plan, batch, "output", decode(op.finish(state)).assign(batch=batch),
+                           bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 

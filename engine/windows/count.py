@@ -28,7 +28,7 @@ from ..operator import SEQ, TIME, StateCodec, StepResult
 from .partials import arrow_type, column_values
 from .segments import Segments
 from .spec import WindowSpec
-from .tumbling import NO_TIME, TumblingWindow, split_late
+from .tumbling import NO_TIME, TumblingWindow, key_max, split_late
 
 KEY, TAIL, PENDING = 0, 1, 2  # role of a state row
 END_OF_INPUT = 2**62
@@ -67,7 +67,7 @@ class CountWindow(TumblingWindow):
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})
         for col in self.spec.value_columns:
             arrived[f"v_{col}"] = column_values(on_time, col, self.spec.value_types[col])
-        max_t = pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
+        max_t = key_max(prior, batch_max)
         rows = pd.concat([state[state["role"] != KEY], arrived], ignore_index=True)
         output, kept, released = self._release(rows, keys, max_t - self.spec.lateness_us,
                                                 self.updates)

@@ -73,6 +73,13 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
     return batch_max, late, batch.take(order[~late_mask]).reset_index(drop=True)
 
 
+def key_max(prior: pd.Series, batch_max: pd.Series) -> pd.Series:
+    """Max event time per key after a batch (``prior``: before it; ``batch_max``: in it)."""
+    if prior.empty:
+        return batch_max
+    return pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
+
+
 class TumblingWindow(KeyedOperator):
     """Tumbling windows per key, every aggregate of :mod:`engine.windows.aggregates`."""
 
@@ -97,6 +104,11 @@ class TumblingWindow(KeyedOperator):
         #: ``batch`` column completes the key in updates mode.
         self.output_keys = [self.key, "window_start", *(["final", "batch"] if self.updates
                                                          else [])]
+
+    @property
+    def codes_keys(self) -> bool:
+        """Key codes are fine unless an aggregate reads the key column's values."""
+        return self.key not in self.spec.value_types
 
     @property
     def updates(self) -> bool:
@@ -200,7 +212,7 @@ class TumblingWindow(KeyedOperator):
         starts = starts - np.mod(starts, size)
         slices, touched = self._merge(windows, self._partials(on_time, starts))
 
-        max_t = pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
+        max_t = key_max(prior, batch_max)
         emitted, kept = self._close(slices, touched, prior, max_t)
         new_state = pd.concat([self._key_rows(max_t), kept], ignore_index=True)
         new_state = new_state[self.state_codec.schema.names]
