@@ -82,11 +82,38 @@ def event_rows(events: pd.DataFrame, plan: StepPlan) -> pd.DataFrame:
     return frame
 
 
-def _write(plan: StepPlan, batch: int, kind: str, frame: pd.DataFrame, bucket: int
-           ) -> dict | None:
+@dataclass(frozen=True)
+class KeyValues:
+    """The key values behind the integer codes a worker hands its operator (by code)."""
+
+    key: str
+    values: np.ndarray
+
+    def decode(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with its key codes turned back into key values."""
+        if frame.empty:
+            return frame
+        codes = frame[self.key].to_numpy(dtype="int64")
+        return frame.assign(**{self.key: self.values.take(codes)})
+
+    def to_arrow(self, frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+        """``frame`` (keys as codes) as a table of ``schema`` (keys as values), the key column
+        taken from the values in Arrow (no Python object per row)."""
+        i = schema.get_field_index(self.key)
+        codes = pa.array(frame[self.key].to_numpy(dtype="int64"))
+        column = pa.array(self.values, from_pandas=True).take(codes).cast(schema.field(i).type)
+        rest = to_arrow(frame.drop(columns=[self.key]), schema.remove(i))
+        return rest.add_column(i, schema.field(i), column)
+
+
+def _write(plan: StepPlan, batch: int, kind: str, frame: pd.DataFrame, bucket: int,
+           keys: KeyValues | None = None) -> dict | None:
+    """Write ``frame`` (its keys as codes of ``keys`` when given) as the bucket's Parquet file of
+    ``kind`` for ``batch``; returns its file row."""
     if frame.empty:
         return None
-    table = to_arrow(frame, plan.schemas[kind])
+    table = keys.to_arrow(frame, plan.schemas[kind]) if keys else to_arrow(
+        frame, plan.schemas[kind])
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
     fs = pa.fs.LocalFileSystem()
@@ -140,14 +167,15 @@ def _seen(batch: int, bucket: int, rows: int) -> dict:
             "rows": rows, "stats": ""}
 
 
-def key_codes(key: str, frames: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], np.ndarray]:
+def key_codes(key: str, frames: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], KeyValues]:
     """``frames`` with their ``key`` values replaced by integer codes that sort like the values,
     and the values by code (see :attr:`KeyedOperator.codes_keys`: hashing and sorting ints is
     much cheaper than strings)."""
     codes, values = pd.factorize(
         np.concatenate([f[key].to_numpy(dtype=object) for f in frames]), sort=True)
     parts = np.split(codes, np.cumsum([len(f) for f in frames])[:-1])
-    return [f.assign(**{key: c}) for f, c in zip(frames, parts, strict=True)], values
+    return ([f.assign(**{key: c}) for f, c in zip(frames, parts, strict=True)],
+            KeyValues(key, values))
 
 
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
@@ -157,16 +185,10 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
     rows: list[dict | None] = []
     steps = plan.batches[:-1] if plan.finish else plan.batches
     good, bad = _quarantine(events, plan) if steps else (events, events)
-    values = None
+    keys = None
     if op.codes_keys:
-        (state, *coded), values = key_codes(op.key, [state, *([good] if steps else [])])
+        (state, *coded), keys = key_codes(op.key, [state, *([good] if steps else [])])
         good = coded[0] if steps else good
-
-    def decode(frame: pd.DataFrame) -> pd.DataFrame:
-        if values is None or frame.empty:
-            return frame
-        return frame.assign(**{op.key: values.take(frame[op.key].to_numpy(dtype="int64"))})
-
     if steps:
         ends = np.asarray([hi for _, _, hi in steps], dtype="int64")
         good_of, bad_of = _per_batch(good, ends), _per_batch(bad, ends)
@@ -176,20 +198,21 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
             continue  # no event of this bucket in this batch: its state is unchanged
         result = op.step(state, batch_good)
         state = result.state
+        rejected = keys.decode(result.rejected) if keys else result.rejected
         rows += [
             _seen(batch, bucket, len(batch_good) + len(batch_bad)),
-            _write(plan, batch, "output", decode(result.output).assign(batch=batch), bucket),
-            _write(plan, batch, "late", event_rows(decode(result.late), plan), bucket),
+            _write(plan, batch, "output", result.output.assign(batch=batch), bucket, keys),
+            _write(plan, batch, "late", event_rows(result.late, plan), bucket, keys),
             _write(plan, batch, "quarantine", event_rows(
-                pd.concat([batch_bad, decode(result.rejected)]) if not result.rejected.empty
-                else batch_bad, plan), bucket),
-            _write(plan, batch, "state", decode(result.state), bucket),
+                pd.concat([batch_bad, rejected]) if not rejected.empty else batch_bad, plan),
+                bucket),
+            _write(plan, batch, "state", result.state, bucket, keys),
         ]
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
         rows.append(_seen(batch, bucket, 0))
-        rows.append(_write(plan, batch, "output", decode(op.finish(state)).assign(batch=batch),
-                           bucket))
+        rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket,
+                           keys))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 

@@ -52,10 +52,7 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
     order = np.lexsort((batch[SEQ].to_numpy(dtype="int64"), code))
     c, t = code[order], batch[TIME].to_numpy(dtype="int64")[order]
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else c
-    # running max per key: the ranks of the times, lifted by key so one accumulate serves all
-    values, rank = np.unique(t, return_inverse=True)
-    lift = c.astype("int64") * len(values)
-    running = values[np.maximum.accumulate(lift + rank) - lift]
+    running = pd.Series(t).groupby(c, sort=False).cummax().to_numpy()  # per key, in arrival
     before = np.empty_like(t)
     before[1:] = running[:-1]
     before[starts] = NO_TIME
