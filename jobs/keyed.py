@@ -8,7 +8,8 @@ group's batches in order, and writes each batch's output, late, quarantine and n
 Parquet files straight into the run's tables. Workers return only file descriptions: the driver
 never collects rows; it commits the listed files to Delta, batch by batch. A bucket without events
 in a batch keeps its state file. One Spark job per group of batches (so its fixed cost is shared),
-one set of commits per batch.
+one set of commits per batch. Operators that use key values only to group and order rows (window
+operators) get integer codes that sort like the values; the worker writes the values back.
 """
 
 from __future__ import annotations

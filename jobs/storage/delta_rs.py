@@ -96,10 +96,12 @@ class DeltaRsStorage(DeltaStorage):
         root = _local(path).rstrip("/")
         dt = self._latest.get(root)
         log = f"{root}/_delta_log/{{:020d}}.json"
+        # (a handle whose version's log entry is gone belongs to a table deleted and made again:
+        # it is opened afresh below)
         if dt is not None and os.path.exists(log.format(dt.version())):
             if os.path.exists(log.format(dt.version() + 1)):  # another writer committed since
                 dt.update_incremental()
-            return dt  # (a table deleted and made again is opened afresh)
+            return dt
         if not DeltaTable.is_deltatable(root):
             return None
         self._latest[root] = dt = self._table(root)
