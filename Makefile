@@ -43,7 +43,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.tumbling
 	$(BIN)/python -m benchmarks.sliding
+	$(BIN)/python -m benchmarks.median
 	$(BIN)/python -m benchmarks.qre_kernel
+	$(BIN)/python -m benchmarks.qre_operator
 	$(BIN)/python -m benchmarks.qre_replay
 	$(BIN)/python -m benchmarks.spj_memory
 
