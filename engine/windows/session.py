@@ -16,7 +16,7 @@ import pandas as pd
 
 from .aggregates import columns_of
 from .segments import Segments, codes
-from .tumbling import KEY_ROW, TumblingWindow
+from .tumbling import TumblingWindow
 
 
 class SessionWindow(TumblingWindow):
@@ -53,15 +53,9 @@ class SessionWindow(TumblingWindow):
                max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
         sessions, touched = self._sessions(slices, touched)
         ends = sessions["max_t"].to_numpy(dtype="int64") + self.spec.size_us
-        watermark = sessions[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
-        closed = ends <= watermark
-        frames = [self._windows(sessions[closed], ends[closed], final=True)]
-        if self.updates:
-            early = ~closed & touched
-            frames.append(self._windows(sessions[early], ends[early], final=False))
-        return self._output(frames), sessions[~closed]
+        return self._emit_closed(sessions, ends, touched, max_t)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        sessions = state[state["window_start"].to_numpy() != KEY_ROW]
+        sessions, _ = self._split_state(state)
         ends = sessions["max_t"].to_numpy(dtype="int64") + self.spec.size_us
         return self._output([self._windows(sessions, ends, final=True)])

@@ -22,7 +22,7 @@ import pandas as pd
 from .aggregates import columns_of
 from .segments import window_sum
 from .spec import WindowSpec
-from .tumbling import KEY_ROW, NO_TIME, TumblingWindow
+from .tumbling import NO_TIME, TumblingWindow
 
 #: Watermark used by ``finish``: every window containing an event closes.
 END_OF_INPUT = 2**62
@@ -54,10 +54,7 @@ class SlidingWindow(TumblingWindow):
         return emitted, slices[last_start + self.spec.size_us > after[code]]
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        is_key = state["window_start"].to_numpy() == KEY_ROW
-        slices = state[~is_key]
-        prior = pd.Series(state.loc[is_key, "max_t"].to_numpy(dtype="int64"),
-                          index=state.loc[is_key, self.key].to_numpy())
+        slices, prior = self._split_state(state)
         code, keys = pd.factorize(slices[self.key].to_numpy(), sort=True)
         before = prior.reindex(keys).to_numpy(dtype="int64") - self.spec.lateness_us
         return self._assemble(slices, code, keys, before, np.full(len(keys), END_OF_INPUT), None)

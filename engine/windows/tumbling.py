@@ -186,24 +186,34 @@ class TumblingWindow(KeyedOperator):
     def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
                max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(rows emitted now, slices kept): windows close once the watermark reaches them."""
-        watermark = slices[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
         ends = slices["window_start"].to_numpy(dtype="int64") + self.spec.size_us
+        return self._emit_closed(slices, ends, touched, max_t)
+
+    def _emit_closed(self, rows: pd.DataFrame, ends: np.ndarray, touched: np.ndarray,
+                     max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(output rows, rows kept) for windows that are each one row of ``rows`` ending at
+        ``ends``: a window closes once its key's watermark (``max_t`` minus lateness) reaches its
+        end; in updates mode an open window that ``touched`` marks also emits an early row."""
+        watermark = rows[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
         closed = ends <= watermark
-        frames = [self._windows(slices[closed], ends[closed], final=True)]
+        frames = [self._windows(rows[closed], ends[closed], final=True)]
         if self.updates:
             early = ~closed & touched
-            frames.append(self._windows(slices[early], ends[early], final=False))
-        return self._output(frames), slices[~closed]
+            frames.append(self._windows(rows[early], ends[early], final=False))
+        return self._output(frames), rows[~closed]
+
+    def _split_state(self, state: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+        """(the window rows of ``state``, max event time per key from its key rows)."""
+        is_key_row = state["window_start"].to_numpy() == KEY_ROW
+        prior = pd.Series(state.loc[is_key_row, "max_t"].to_numpy(dtype="int64"),
+                          index=state.loc[is_key_row, self.key].to_numpy())
+        return state[~is_key_row], prior
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         key, lateness, size = self.key, self.spec.lateness_us, self.slice_us
         if batch.empty:
             return StepResult(state, self._empty_output(), batch.assign(**{REASON: ""}).iloc[:0])
-        is_key_row = state["window_start"].to_numpy() == KEY_ROW
-        windows = state[~is_key_row]
-        prior = pd.Series(state.loc[is_key_row, "max_t"].to_numpy(dtype="int64"),
-                          index=state.loc[is_key_row, key].to_numpy())
-
+        windows, prior = self._split_state(state)
         batch_max, late, on_time = split_late(batch, prior, key, lateness)
         starts = on_time[TIME].to_numpy(dtype="int64")
         starts = starts - np.mod(starts, size)
@@ -217,6 +227,6 @@ class TumblingWindow(KeyedOperator):
         return StepResult(new_state, emitted, late)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        windows = state[state["window_start"].to_numpy() != KEY_ROW]
+        windows, _ = self._split_state(state)
         ends = windows["window_start"].to_numpy(dtype="int64") + self.spec.size_us
         return self._output([self._windows(windows, ends, final=True)])
