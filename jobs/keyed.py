@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -90,6 +91,10 @@ class KeyValues:
     key: str
     values: np.ndarray
 
+    @cached_property
+    def _arrow(self) -> pa.Array:
+        return pa.array(self.values, from_pandas=True)
+
     def decode(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with its key codes turned back into key values."""
         if frame.empty:
@@ -102,7 +107,7 @@ class KeyValues:
         taken from the values in Arrow (no Python object per row)."""
         i = schema.get_field_index(self.key)
         codes = pa.array(frame[self.key].to_numpy(dtype="int64"))
-        column = pa.array(self.values, from_pandas=True).take(codes).cast(schema.field(i).type)
+        column = self._arrow.take(codes).cast(schema.field(i).type)
         rest = to_arrow(frame.drop(columns=[self.key]), schema.remove(i))
         return rest.add_column(i, schema.field(i), column)
 
@@ -151,7 +156,7 @@ def _per_batch(events: pd.DataFrame, ends: np.ndarray) -> list[pd.DataFrame]:
         order = np.argsort(seq, kind="stable")
         events, seq = events.iloc[order], seq[order]
     bounds = np.searchsorted(seq, ends, side="left")
-    return [events.iloc[a:b] for a, b in zip(np.r_[0, bounds[:-1]], bounds, strict=True)]
+    return [events.iloc[a:b] for a, b in zip(np.r_[0, bounds][:-1], bounds, strict=True)]
 
 
 def _load_state(plan: StepPlan, bucket: int) -> pd.DataFrame:
@@ -185,14 +190,12 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
     state = _load_state(plan, bucket)
     rows: list[dict | None] = []
     steps = plan.batches[:-1] if plan.finish else plan.batches
-    good, bad = _quarantine(events, plan) if steps else (events, events)
+    good, bad = _quarantine(events, plan)
     keys = None
     if op.codes_keys:
-        (state, *coded), keys = key_codes(op.key, [state, *([good] if steps else [])])
-        good = coded[0] if steps else good
-    if steps:
-        ends = np.asarray([hi for _, _, hi in steps], dtype="int64")
-        good_of, bad_of = _per_batch(good, ends), _per_batch(bad, ends)
+        (state, good), keys = key_codes(op.key, [state, good])
+    ends = np.asarray([hi for _, _, hi in steps], dtype="int64")
+    good_of, bad_of = _per_batch(good, ends), _per_batch(bad, ends)
     for i, (batch, _, _) in enumerate(steps):
         batch_good, batch_bad = good_of[i], bad_of[i]
         if batch_good.empty and batch_bad.empty:
@@ -245,9 +248,14 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
         times = table.column(plan.time_column).cast(pa.timestamp("us")).cast(pa.int64())
         tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
     if not tables:
-        return pd.DataFrame(columns=[*plan.recording_columns, SEQ, TIME])
+        return no_events(plan)
     # nanosecond timestamps, as Spark hands them to pandas workers
     return pa.concat_tables(tables).to_pandas(coerce_temporal_nanoseconds=True)
+
+
+def no_events(plan: StepPlan) -> pd.DataFrame:
+    """An empty frame of the events a worker steps (recording columns, sequence, time)."""
+    return pd.DataFrame(columns=[*plan.recording_columns, SEQ, TIME])
 
 
 def key_buckets(keys: pa.ChunkedArray, buckets: int) -> np.ndarray:
@@ -276,9 +284,9 @@ def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], bucke
 
 def execute_finish(spark: SparkSession, plan: StepPlan) -> dict[int, StepFiles]:
     """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
-    no_events = pd.DataFrame()
+    empty = no_events(plan)
     return collect_files(plan, per_bucket(spark, sorted(plan.state_files),
-                                          lambda bucket: run_bucket(plan, bucket, no_events)))
+                                          lambda bucket: run_bucket(plan, bucket, empty)))
 
 
 def per_bucket(spark: SparkSession, buckets: list[int],
