@@ -176,12 +176,19 @@ def _seen(batch: int, bucket: int, rows: int) -> dict:
 def key_codes(key: str, frames: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], KeyValues]:
     """``frames`` with their ``key`` values replaced by integer codes that sort like the values,
     and the values by code (see :attr:`KeyedOperator.codes_keys`: hashing and sorting ints is
-    much cheaper than strings)."""
-    codes, values = pd.factorize(
-        np.concatenate([f[key].to_numpy(dtype=object) for f in frames]), sort=True)
-    parts = np.split(codes, np.cumsum([len(f) for f in frames])[:-1])
-    return ([f.assign(**{key: c}) for f, c in zip(frames, parts, strict=True)],
-            KeyValues(key, values))
+    much cheaper than strings). A categorical key column is coded through its categories."""
+    local = [_factorized(f[key]) for f in frames]
+    values = pd.Index(np.concatenate([distinct for _, distinct in local])).unique().sort_values()
+    coded = [f.assign(**{key: values.get_indexer(distinct)[codes]})
+             for f, (codes, distinct) in zip(frames, local, strict=True)]
+    return coded, KeyValues(key, values.to_numpy(dtype=object))
+
+
+def _factorized(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each row, distinct values by code) of a column without nulls."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), column.cat.categories.to_numpy(dtype=object)
+    return pd.factorize(column.to_numpy(dtype=object))
 
 
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
@@ -234,23 +241,28 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
     """The events of one bucket in the plan's arrival range, read straight from the input files.
 
     Keys are bucketed with pandas' stable hash (not Spark's), so a run sticks to one exchange.
+    A text key column is read dictionary-encoded (each distinct key is hashed once); it stays
+    categorical for an operator that takes key codes and becomes plain values otherwise.
     """
     lo, hi = plan.batches[0][1], plan.batches[-1][2]
-    tables = []
+    key, tables = plan.op.key, []
     for f in files:
         fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
             pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=list(plan.recording_columns))
+        table = pq.read_table(path, filesystem=fs, columns=list(plan.recording_columns),
+                              read_dictionary=[key])
         seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
-        mine = (seq >= lo) & (seq < hi) & (key_buckets(table.column(plan.op.key), buckets)
-                                          == bucket)
+        mine = (seq >= lo) & (seq < hi) & (key_buckets(table.column(key), buckets) == bucket)
         table = table.filter(pa.array(mine))
         times = table.column(plan.time_column).cast(pa.timestamp("us")).cast(pa.int64())
         tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
     if not tables:
         return no_events(plan)
     # nanosecond timestamps, as Spark hands them to pandas workers
-    return pa.concat_tables(tables).to_pandas(coerce_temporal_nanoseconds=True)
+    events = pa.concat_tables(tables).to_pandas(coerce_temporal_nanoseconds=True)
+    if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
+        events[key] = events[key].to_numpy(dtype=object)
+    return events
 
 
 def no_events(plan: StepPlan) -> pd.DataFrame:
@@ -260,12 +272,15 @@ def no_events(plan: StepPlan) -> pd.DataFrame:
 
 def key_buckets(keys: pa.ChunkedArray, buckets: int) -> np.ndarray:
     """Bucket of each key: pandas' stable hash of the key value (each distinct key hashed once)."""
-    encoded = keys.combine_chunks().dictionary_encode()
-    distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
-    values = np.concatenate([distinct.astype(object), np.array([None], dtype=object)])
-    of_value = (pd.util.hash_array(values) % np.uint64(buckets)).astype("int64")
-    indices = encoded.indices.fill_null(len(distinct)).to_numpy(zero_copy_only=False)
-    return of_value[indices]
+    parts = [np.empty(0, dtype="int64")]
+    for chunk in keys.chunks:
+        encoded = chunk if pa.types.is_dictionary(chunk.type) else chunk.dictionary_encode()
+        distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
+        values = np.concatenate([distinct.astype(object), np.array([None], dtype=object)])
+        of_value = (pd.util.hash_array(values) % np.uint64(buckets)).astype("int64")
+        parts.append(of_value[encoded.indices.fill_null(len(distinct)).to_numpy(
+            zero_copy_only=False)])
+    return np.concatenate(parts)
 
 
 def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], buckets: int

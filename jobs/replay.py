@@ -17,6 +17,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -295,61 +296,86 @@ class Replay:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
                                lo, hi, plan.time_column, query.derived)
             steps = execute_step(plan, events, info.buckets)
-        shared = (time.perf_counter() - started) / len(group)
-        reports, rows = [], []
-        for batch in group:
-            report, row, live = self._commit_batch(
-                info, tables, schemas, batch, bounds[batch], steps[batch], live, state_version,
-                batch == info.batches, shared)
-            state_version = row["state_version"]
-            reports.append(report)
-            rows.append(row)
+        reports, rows, state_version = self._commit_group(info, tables, schemas, group, bounds,
+                                                          steps, live, state_version, started)
         if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") in {f"{info.run_id}/{b}" for b in group}:
             os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
-        meta = {"reprise.run": info.run_id, "reprise.batch": str(group[-1])}
         self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
-                          Txn(f"{info.run_id}/manifest", group[-1]), meta)
+                          Txn(f"{info.run_id}/manifest", group[-1]), _meta(info, group[-1]))
         return reports, state_version
 
-    def _commit_batch(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
-                      batch: int, bounds: tuple[int, int], step: StepFiles, live: list[LiveFile],
-                      state_version: int | None, finish: bool, shared_s: float
-                      ) -> tuple[BatchReport, dict, list[LiveFile]]:
-        """Commit one batch's files: (its report, its manifest row, the live state files after
-        it)."""
-        started = time.perf_counter()  # manifest bookkeeping only
-        lo, hi = bounds
-        if step.rows_seen != hi - lo:
-            raise ReplayError(f"batch {batch} of run {info.run_id}: expected {hi - lo} input rows "
-                              f"(arrival sequence {lo}..{hi}) but the step saw {step.rows_seen}; "
-                              "the recording changed under the pinned version?")
-        staged = step.staged
-        txn = {k: Txn(f"{info.run_id}/{k}", batch) for k in KINDS}
-        meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
-        output_version, _ = self._commit(tables["output"], staged["output"], schemas["output"],
-                                         txn["output"], meta)
-        if not finish:
-            for kind in ("late", "quarantine"):
-                self._commit(tables[kind], staged[kind], schemas[kind], txn[kind], meta,
-                             need_version=False)
+    def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
+                      group: list[int], bounds: dict[int, tuple[int, int]],
+                      steps: dict[int, StepFiles], live: list[LiveFile],
+                      state_version: int | None, started: float
+                      ) -> tuple[list[BatchReport], list[dict], int | None]:
+        """Commit the files of a group's batches: (reports, manifest rows, last state version).
+        A batch's duration is its share of the group's time since ``started``.
+
+        Each table takes its batches in order in a thread of its own (the tables do not depend
+        on each other, and a crash between them is repaired by the per-batch transactions).
+        """
+        for batch in group:
+            lo, hi = bounds[batch]
+            if steps[batch].rows_seen != hi - lo:
+                raise ReplayError(f"batch {batch} of run {info.run_id}: expected {hi - lo} input "
+                                  f"rows (arrival sequence {lo}..{hi}) but the step saw "
+                                  f"{steps[batch].rows_seen}; the recording changed under the "
+                                  "pinned version?")
+        stepped = [b for b in group if b != info.batches]  # the end-of-input flush: output only
+        with ThreadPoolExecutor(len(KINDS)) as pool:
+            appended = {kind: pool.submit(self._commit_appends, info, kind, tables[kind],
+                                          schemas[kind], group if kind == "output" else stepped,
+                                          steps)
+                        for kind in ("output", "late", "quarantine")}
+            states = pool.submit(self._commit_states, info, tables["state"], schemas["state"],
+                                 stepped, steps, live)
+            output_versions, states = appended["output"].result(), states.result()
+            for future in appended.values():
+                future.result()
+        reports, rows = [], []
+        duration_s = (time.perf_counter() - started) / len(group)  # manifest bookkeeping only
+        for batch in group:
+            lo, hi = bounds[batch]
+            state_version, state_rows, state_bytes = states.get(batch, (state_version, 0, 0))
+            count = {k: sum(f.num_records for f in steps[batch].staged[k]) for k in KINDS}
+            report = BatchReport(
+                batch=batch, kind="end" if batch == info.batches else "batch", rows_in=hi - lo,
+                rows_out=count["output"], late=count["late"], quarantined=count["quarantine"],
+                state_rows=state_rows, state_bytes=state_bytes, duration_s=duration_s)
+            reports.append(report)
+            rows.append({"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi,
+                         "state_version": state_version,
+                         "output_version": output_versions[batch], **asdict(report)})
+        return reports, rows, state_version
+
+    def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
+                        batches: list[int], steps: dict[int, StepFiles]) -> dict[int, int | None]:
+        """Commit ``batches`` of an append-only table in order: the version holding each (None
+        for a batch with nothing to add to the late or quarantine table)."""
+        return {batch: self._commit(path, steps[batch].staged[kind], schema,
+                                    Txn(f"{info.run_id}/{kind}", batch), _meta(info, batch),
+                                    need_version=kind == "output")[0]
+                for batch in batches}
+
+    def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
+                       steps: dict[int, StepFiles], live: list[LiveFile]
+                       ) -> dict[int, tuple[int, int, int]]:
+        """Commit the state files of ``batches`` in order, each replacing its buckets' files:
+        (version, rows, bytes) of the state after each batch."""
+        after = {}
+        for batch in batches:
+            step = steps[batch]
             replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
-            state_version, skipped = self._commit(tables["state"], staged["state"],
-                                                  schemas["state"], txn["state"], meta,
-                                                  remove=replaced)
-            live = (self.storage.live_files(tables["state"], state_version) if skipped
+            version, skipped = self._commit(path, step.staged["state"], schema,
+                                            Txn(f"{info.run_id}/state", batch),
+                                            _meta(info, batch), remove=replaced)
+            live = (self.storage.live_files(path, version) if skipped
                     # an earlier attempt committed this batch's state files: ask the table
                     else [f for f in live if bucket_of_file(f.path) not in step.buckets]
-                    + [LiveFile(f.path, f.size, f.num_records) for f in staged["state"]])
-        count = {k: sum(f.num_records for f in staged[k]) for k in KINDS}
-        report = BatchReport(
-            batch=batch, kind="end" if finish else "batch", rows_in=hi - lo,
-            rows_out=count["output"], late=count["late"], quarantined=count["quarantine"],
-            state_rows=0 if finish else sum(f.rows for f in live),
-            state_bytes=0 if finish else sum(f.size for f in live),
-            duration_s=shared_s + time.perf_counter() - started)
-        row = {"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi, "state_version": state_version,
-               "output_version": output_version, **asdict(report)}
-        return report, row, live
+                    + [LiveFile(f.path, f.size, f.num_records) for f in step.staged["state"]])
+            after[batch] = (version, sum(f.rows for f in live), sum(f.size for f in live))
+        return after
 
     def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict) -> None:
         """Commit a small table (manifest rows) once, as one staged Parquet file."""
@@ -378,8 +404,12 @@ class Replay:
             return result.version, False
         for f in files:  # committed by an earlier attempt: these recomputed files are spares
             Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
-        # Batches commit in order, so the table's latest version is this batch's commit.
-        return self.storage.version(path), True
+        return self.storage.version_with(path, meta), True
+
+
+def _meta(info: RunInfo, batch: int) -> dict[str, str]:
+    """The metadata of a batch's commits (it finds them again on a retry)."""
+    return {"reprise.run": info.run_id, "reprise.batch": str(batch)}
 
 
 def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:

@@ -136,6 +136,17 @@ class DeltaStorage(ABC):
     def history(self, path: str) -> list[dict]:
         """Commit history, newest first, each with at least ``version`` and ``operation``."""
 
+    @abstractmethod
+    def commit_metadata(self, entry: dict) -> dict[str, str]:
+        """The metadata given to the commit behind a :meth:`history` entry."""
+
+    def version_with(self, path: str, metadata: Mapping[str, str]) -> int | None:
+        """Newest version whose commit was given all of ``metadata`` (None when none was)."""
+        for entry in self.history(path):
+            if metadata.items() <= self.commit_metadata(entry).items():
+                return int(entry["version"])
+        return None
+
     def staging_dir(self, path: str, tag: str) -> str:
         """Directory where workers may write Parquet files for :meth:`commit_files`."""
         return f"{path.rstrip('/')}/data/{tag}"

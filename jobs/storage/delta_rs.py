@@ -278,3 +278,6 @@ class DeltaRsStorage(DeltaStorage):
 
     def history(self, path: str) -> list[dict]:
         return self._table(path).history()
+
+    def commit_metadata(self, entry: dict) -> dict[str, str]:
+        return entry  # delta-rs lays custom metadata out beside the commit's own fields

@@ -139,3 +139,6 @@ class DeltaSparkStorage(DeltaStorage):
 
     def history(self, path: str) -> list[dict]:
         return [r.asDict(recursive=True) for r in self._api(path).history().collect()]
+
+    def commit_metadata(self, entry: dict) -> dict[str, str]:
+        return json.loads(entry.get("userMetadata") or "{}")

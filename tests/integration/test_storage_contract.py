@@ -247,13 +247,20 @@ def test_history_newest_first_with_custom_metadata(backend, tmp_path):
     history = backend.history(path)
     assert [h["version"] for h in history] == [2, 1, 0]
     assert all(h["operation"] for h in history)
-    tagged = history[1]
-    if backend.name == "delta-rs":
-        # delta-rs puts custom metadata at the top level of the commitInfo dict.
-        assert tagged["reprise.batch"] == "1"
-        assert "reprise.batch" not in history[0] and "reprise.batch" not in history[2]
-    else:
-        assert json.loads(tagged["userMetadata"]) == {"reprise.batch": "1"}
+    assert backend.commit_metadata(history[1])["reprise.batch"] == "1"
+    assert "reprise.batch" not in backend.commit_metadata(history[0])
+    assert "reprise.batch" not in backend.commit_metadata(history[2])
+
+
+def test_version_with_finds_the_commit_given_the_metadata(backend, tmp_path):
+    path = table_path(tmp_path)
+    for b in range(3):
+        backend.write(batch([b]), path, txn=Txn("run/t", b),
+                      metadata={"reprise.run": "run", "reprise.batch": str(b)})
+    backend.write(batch([9]), path, metadata={"reprise.run": "other", "reprise.batch": "1"})
+    assert backend.version_with(path, {"reprise.run": "run", "reprise.batch": "1"}) == 1
+    assert backend.version_with(path, {"reprise.run": "other", "reprise.batch": "1"}) == 3
+    assert backend.version_with(path, {"reprise.run": "run", "reprise.batch": "7"}) is None
 
 
 def test_files_list_live_files_with_adding_version(backend, tmp_path):

@@ -17,9 +17,12 @@ from jobs.keyed import key_codes
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
 
-@given(keys, keys)
-def test_codes_sort_like_the_values_and_map_back(state_keys, event_keys):
-    frames = [pd.DataFrame({"k": state_keys}), pd.DataFrame({"k": event_keys, "x": 1})]
+@given(keys, keys, st.booleans())
+def test_codes_sort_like_the_values_and_map_back(state_keys, event_keys, categorical):
+    events = pd.Series(event_keys)
+    if categorical:  # as a dictionary-encoded key column reads: its dictionary may hold more
+        events = events.astype(pd.CategoricalDtype(sorted({*event_keys, "zz", "0"})[::-1]))
+    frames = [pd.DataFrame({"k": state_keys}), pd.DataFrame({"k": events, "x": 1})]
     (state, events), keys = key_codes("k", frames)
     assert keys.decode(state)["k"].tolist() == state_keys
     assert keys.decode(events)["k"].tolist() == event_keys
