@@ -78,10 +78,8 @@ def bucketed(df: DataFrame, key: str, buckets: int) -> DataFrame:
 
 def event_rows(events: pd.DataFrame, plan: StepPlan) -> pd.DataFrame:
     """Events as the late/quarantine tables store them: recording columns, arrival_seq, reason."""
-    frame = events[list(plan.recording_columns)].copy()
-    frame["arrival_seq"] = events[SEQ].to_numpy()
-    frame[REASON] = events[REASON].to_numpy()
-    return frame
+    return pd.DataFrame({**{c: events[c].array for c in plan.recording_columns},
+                         "arrival_seq": events[SEQ].array, REASON: events[REASON].array})
 
 
 @dataclass(frozen=True)
@@ -179,8 +177,11 @@ def key_codes(key: str, frames: list[pd.DataFrame]) -> tuple[list[pd.DataFrame],
     much cheaper than strings). A categorical key column is coded through its categories."""
     local = [_factorized(f[key]) for f in frames]
     values = pd.Index(np.concatenate([distinct for _, distinct in local])).unique().sort_values()
-    coded = [f.assign(**{key: values.get_indexer(distinct)[codes]})
-             for f, (codes, distinct) in zip(frames, local, strict=True)]
+    coded = []
+    for frame, (codes, distinct) in zip(frames, local, strict=True):
+        frame = frame.copy(deep=False)  # a new key column, the others shared (assign copies)
+        frame[key] = values.get_indexer(distinct)[codes]
+        coded.append(frame)
     return coded, KeyValues(key, values.to_numpy(dtype=object))
 
 

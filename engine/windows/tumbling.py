@@ -49,7 +49,11 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
     time is below its key's watermark at arrival: max event time seen before it minus lateness.
     """
     code, uniques = pd.factorize(batch[key].to_numpy(), sort=True)
-    order = np.lexsort((batch[SEQ].to_numpy(dtype="int64"), code))
+    seq = batch[SEQ].to_numpy(dtype="int64")
+    order = np.argsort(seq, kind="stable") if np.any(seq[1:] < seq[:-1]) else np.arange(len(seq))
+    # stable by key within arrival order; codes in the smallest int type sort by radix
+    small = code.astype(np.min_scalar_type(max(len(uniques) - 1, 0)))
+    order = order[np.argsort(small[order], kind="stable")]
     c, t = code[order], batch[TIME].to_numpy(dtype="int64")[order]
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else c
     running = pd.Series(t).groupby(c, sort=False).cummax().to_numpy()  # per key, in arrival
