@@ -106,7 +106,7 @@ class KeyValues:
         i = schema.get_field_index(self.key)
         codes = pa.array(frame[self.key].to_numpy(dtype="int64"))
         column = self._arrow.take(codes).cast(schema.field(i).type)
-        rest = to_arrow(frame.drop(columns=[self.key]), schema.remove(i))
+        rest = to_arrow(frame, schema.remove(i))  # reads only the schema's columns
         return rest.add_column(i, schema.field(i), column)
 
 
@@ -126,8 +126,9 @@ def _write(plan: StepPlan, batch: int, kind: str, frame: pd.DataFrame, bucket: i
     path = f"{directory}/part-b{bucket:05d}-a{attempt}.parquet"
     # dictionary pages only for text: on numbers they cost more time than they save space
     text = [f.name for f in table.schema if pa.types.is_string(f.type)]
-    pq.write_table(table, path, use_dictionary=text)
-    rows, stats = file_stats(path)
+    footer: list[pq.FileMetaData] = []
+    pq.write_table(table, path, use_dictionary=text, metadata_collector=footer)
+    rows, stats = file_stats(path, footer[0])
     return {"batch": batch, "kind": kind, "bucket": bucket, "path": path,
             "size": fs.get_file_info(path).size, "rows": rows, "stats": stats}
 

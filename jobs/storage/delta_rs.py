@@ -42,9 +42,10 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
-def file_stats(path: str) -> tuple[int, str]:
-    """Row count and Delta stats JSON (numRecords, nullCount, min/max of numbers) of a file."""
-    meta = pq.ParquetFile(path).metadata
+def file_stats(path: str, meta: pq.FileMetaData | None = None) -> tuple[int, str]:
+    """Row count and Delta stats JSON (numRecords, nullCount, min/max of numbers) of a file;
+    ``meta``: its footer, when the writer kept it (else it is read from the file)."""
+    meta = meta or pq.ParquetFile(path).metadata
     nulls: dict[str, int] = {}
     mins: dict[str, object] = {}
     maxs: dict[str, object] = {}

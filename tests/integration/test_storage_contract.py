@@ -82,8 +82,10 @@ def stage(storage: DeltaStorage, path: str, tag: str, parts: list[pa.Table]) -> 
     staged = []
     for i, part in enumerate(parts):
         f = f"{target}/part-{i:05d}.parquet"
-        pq.write_table(part, f)
+        footer: list[pq.FileMetaData] = []
+        pq.write_table(part, f, metadata_collector=footer)
         count, stats = file_stats(f)
+        assert file_stats(f, footer[0]) == (count, stats)  # the writer's footer is the file's
         staged.append(StagedFile(path=f, size=os.path.getsize(f), num_records=count, stats=stats))
     return staged
 
