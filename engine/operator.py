@@ -68,6 +68,9 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
         values = frame[fld.name] if len(frame) else pd.Series([], dtype=object)
         if pa.types.is_timestamp(fld.type) and not pd.api.types.is_datetime64_any_dtype(values):
             arr = pa.array(np.asarray(values, dtype="int64"), pa.int64()).cast(fld.type)
+        elif isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
+            # plain numbers convert as the same values, several times faster than from a Series
+            arr = pa.array(values.to_numpy(), type=fld.type, from_pandas=True)
         else:
             arr = pa.array(values, type=fld.type, from_pandas=True)
         arrays.append(arr)

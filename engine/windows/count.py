@@ -61,7 +61,8 @@ class CountWindow(TumblingWindow):
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         keys = state[state["role"] == KEY]
         prior = pd.Series(keys["t"].to_numpy(dtype="int64"), index=keys[self.key].to_numpy())
-        batch_max, late, on_time = split_late(batch, prior, self.key, self.spec.lateness_us)
+        batch_max, late, on_time = split_late(batch, prior, self.key, self.spec.lateness_us,
+                                              self.event_columns)
         arrived = pd.DataFrame({self.key: on_time[self.key].to_numpy(), "role": PENDING,
                                 "t": on_time[TIME].to_numpy(dtype="int64"),
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})

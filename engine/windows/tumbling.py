@@ -40,10 +40,10 @@ def _micros_text(us: int) -> str:
     return f"{us / 1e6:g}s"
 
 
-def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
-               ) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame]:
+def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int,
+               keep: list[str] | None = None) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame]:
     """(max event time per key in the batch, late events with a reason, on-time events sorted by
-    key and arrival).
+    key and arrival, with those of the columns ``keep`` it has when given).
 
     ``prior`` maps a key to the max event time seen in earlier batches. An event is late when its
     time is below its key's watermark at arrival: max event time seen before it minus lateness.
@@ -71,7 +71,10 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int
             isos(t_late), isos(prev_late - lateness), isos(prev_late), strict=True)]
     batch_max = pd.Series(np.maximum.reduceat(t, starts) if len(t) else t,
                           index=uniques[c[starts]])
-    return batch_max, late, batch.take(order[~late_mask]).reset_index(drop=True)
+    if keep is not None:
+        batch = batch[[c for c in keep if c in batch.columns]]
+    on_time = batch.take(order[~late_mask])
+    return batch_max, late, on_time.reset_index(drop=True)
 
 
 def key_max(prior: pd.Series, batch_max: pd.Series) -> pd.Series:
@@ -110,6 +113,11 @@ class TumblingWindow(KeyedOperator):
     def codes_keys(self) -> bool:
         """Key codes are fine unless an aggregate reads the key column's values."""
         return self.key not in self.spec.value_types
+
+    @property
+    def event_columns(self) -> list[str]:
+        """The columns of an event that the operator reads: key, arrival, time, values."""
+        return list(dict.fromkeys([self.key, SEQ, TIME, *self.spec.value_columns]))
 
     @property
     def updates(self) -> bool:
@@ -218,7 +226,7 @@ class TumblingWindow(KeyedOperator):
         if batch.empty:
             return StepResult(state, self._empty_output(), batch.assign(**{REASON: ""}).iloc[:0])
         windows, prior = self._split_state(state)
-        batch_max, late, on_time = split_late(batch, prior, key, lateness)
+        batch_max, late, on_time = split_late(batch, prior, key, lateness, self.event_columns)
         starts = on_time[TIME].to_numpy(dtype="int64")
         starts = starts - np.mod(starts, size)
         slices, touched = self._merge(windows, self._partials(on_time, starts))
