@@ -1,5 +1,5 @@
 """What the Spark benchmarks share: a session with a scratch directory, the vitals recording,
-and median timings of replays and of Spark jobs written to the ``noop`` sink."""
+and median timings of replays and of Spark jobs (``noop`` sink), measured in turns."""
 
 from __future__ import annotations
 
@@ -53,31 +53,47 @@ def bench(master: str = "local[2]") -> Iterator[Bench]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def median_s(work: Callable[[], object], runs: int) -> float:
-    """Median wall-clock seconds of ``runs`` calls of ``work``."""
-    times = []
-    for _ in range(runs):
+def medians(works: dict[str, Callable[[], float]], rounds: int, warmups: int = 2
+            ) -> dict[str, float]:
+    """Median seconds of each work (a callable that returns the seconds it measured) over
+    ``rounds`` rounds that run every work once in turn, after ``warmups`` untimed rounds. Taking
+    turns exposes both sides to the same drift of the machine and of the JVM's warm-up."""
+    times: dict[str, list[float]] = {name: [] for name in works}
+    for i in range(warmups + rounds):
+        for name, work in works.items():
+            seconds = work()
+            if i >= warmups:
+                times[name].append(seconds)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def noop(job: DataFrame) -> Callable[[], float]:
+    """A work for :func:`medians`: ``job`` written to Spark's ``noop`` sink."""
+
+    def run() -> float:
         started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        job.write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - started
+
+    return run
 
 
-def noop_s(job: DataFrame, runs: int) -> float:
-    """Median seconds of ``job`` written to Spark's ``noop`` sink, after one warm-up run."""
-    job.write.format("noop").mode("overwrite").save()
-    return median_s(lambda: job.write.format("noop").mode("overwrite").save(), runs)
+@dataclass
+class ReplayRuns:
+    """A work for :func:`medians`: a fresh replay of ``query`` (a new run each call; its prepare
+    is not timed). Keeps the last run's description and manifest."""
 
+    replay: Replay
+    query: str
+    plan: str | None = None
+    info: RunInfo | None = None
+    manifest: pa.Table | None = None
 
-def replay_s(replay: Replay, query: str, runs: int, plan: str | None = None
-             ) -> tuple[float, RunInfo, pa.Table]:
-    """Median seconds of ``runs`` fresh replays of ``query`` (each a new run; prepare is not
-    timed), with the last run's description and manifest."""
-    times, last = [], None
-    for _ in range(runs):
-        info = replay.prepare(query, plan=plan, run_id=f"bench-{uuid.uuid4().hex[:8]}")
+    def __call__(self) -> float:
+        info = self.replay.prepare(self.query, plan=self.plan,
+                                   run_id=f"bench-{uuid.uuid4().hex[:8]}")
         started = time.perf_counter()
-        manifest = replay.run(info)
-        times.append(time.perf_counter() - started)
-        last = (info, manifest)
-    return statistics.median(times), *last
+        manifest = self.replay.run(info)
+        seconds = time.perf_counter() - started
+        self.info, self.manifest = info, manifest
+        return seconds

@@ -4,8 +4,8 @@ Replays the episode query (``vitals_episode_max_avg``: running average of the pe
 each completed tachycardia episode, per patient) over N vitals events (default 1M, 1000 patients,
 20 commits, one batch per commit) and compares it, in the same process, with the floor any
 Python-worker replay pays: the same events, read with their arrival sequence and grouped by the
-same key buckets, handed to a Python function that returns them unchanged (noop sink); median of
-3 runs each.
+same key buckets, handed to a Python function that returns them unchanged (noop sink); medians
+of 3 rounds that run each side once in turn, after 2 untimed rounds.
 Run with ``python -m benchmarks.qre_replay [--events N]``.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 
 import pandas as pd
@@ -22,13 +23,13 @@ from jobs.arrival import input_index, sequenced
 from jobs.keyed import BUCKET, bucketed
 from jobs.replay import Replay
 
-from .harness import ROOT, bench, noop_s, replay_s
+from .harness import ROOT, ReplayRuns, bench, medians, noop
 
 QUERY = "vitals_episode_max_avg"
 
 
-def pass_through_s(replay: Replay, path: str, buckets: int) -> float:
-    """Median seconds (3 runs) of reading the events and round-tripping them through Python."""
+def pass_through(replay: Replay, path: str, buckets: int) -> Callable[[], float]:
+    """Reading the events and round-tripping them through Python (a work for ``medians``)."""
     storage = replay.storage
     version = storage.version(path)
     files = input_index(storage, path, version)
@@ -39,7 +40,7 @@ def pass_through_s(replay: Replay, path: str, buckets: int) -> float:
     def identity(pdf: pd.DataFrame) -> pd.DataFrame:
         return pdf
 
-    return noop_s(grouped.groupBy(BUCKET).applyInPandas(identity, grouped.schema), 3)
+    return noop(grouped.groupBy(BUCKET).applyInPandas(identity, grouped.schema))
 
 
 def main() -> None:
@@ -51,12 +52,11 @@ def main() -> None:
     catalog = load_catalog(ROOT / "schemas")
     with bench(args.master) as b:
         big = b.vitals(catalog, "big", args.events, args.keys, 20)
-        warm = b.vitals(catalog, "warm", 2_000, 10, 2)
-        # warm-up: workers, imports, kernels
-        replay_s(Replay(b.spark, b.storage, warm, catalog), QUERY, 1, plan="commit")
-        replay = Replay(b.spark, b.storage, big, catalog)
-        seconds, info, manifest = replay_s(replay, QUERY, 3, plan="commit")
-        floor_s = pass_through_s(replay, big.recording("vitals"), info.buckets)
+        replay = ReplayRuns(Replay(b.spark, b.storage, big, catalog), QUERY, plan="commit")
+        buckets = int(b.spark.conf.get("spark.sql.shuffle.partitions"))  # as a run's buckets
+        floor = pass_through(replay.replay, big.recording("vitals"), buckets)
+        timed = medians({"replay": replay, "floor": floor}, rounds=3)
+    seconds, floor_s, info, manifest = timed["replay"], timed["floor"], replay.info, replay.manifest
     result = {"query": QUERY, "events": args.events, "keys": args.keys, "batches": info.batches,
               "master": args.master, "outputs": sum(manifest.column("rows_out").to_pylist()),
               "replay_s": round(seconds, 2), "replay_events_per_s": round(args.events / seconds),

@@ -3,7 +3,7 @@
 Spark implements ``window(ts, size, slide)`` by copying every row into each of its
 ``size / slide`` windows (Expand); Reprise slices the stream and assembles windows from slices.
 Same data (N vitals events, default 1M over 1000 patients), same aggregates, same process;
-median of 3 runs each.
+medians of 3 rounds that run each side once in turn, after 1 untimed round.
 Run with ``make bench`` or ``python -m benchmarks.sliding [--events N]``.
 """
 
@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from engine.catalog import load_catalog
 from jobs.replay import Replay
 
-from .harness import ROOT, bench, noop_s, replay_s
+from .harness import ROOT, ReplayRuns, bench, medians, noop
 
 QUERY = """\
 name: bench_sliding
@@ -48,15 +48,14 @@ def main() -> None:
             QUERY.format(size=args.size, slide=args.slide))
         catalog = load_catalog(schemas)
         warehouse = b.vitals(catalog, "warehouse", args.events, args.keys, 20)
-        warm = b.vitals(catalog, "warm", 2_000, 10, 2)
-        replay_s(Replay(b.spark, b.storage, warm, catalog), "bench_sliding", 1)  # warm workers
-        seconds, _, manifest = replay_s(Replay(b.spark, b.storage, warehouse, catalog),
-                                        "bench_sliding", 3)
-        windows = sum(manifest.column("rows_out").to_pylist())
+        replay = ReplayRuns(Replay(b.spark, b.storage, warehouse, catalog), "bench_sliding")
         df = b.storage.read(warehouse.recording("vitals"))
-        spark_s = noop_s(df.groupBy("patient_id", F.window(
+        spark_job = noop(df.groupBy("patient_id", F.window(
             "ts", f"{args.size} seconds", f"{args.slide} seconds")).agg(
-            F.count("*"), F.avg("heart_rate"), F.min("heart_rate"), F.max("heart_rate")), 3)
+            F.count("*"), F.avg("heart_rate"), F.min("heart_rate"), F.max("heart_rate")))
+        timed = medians({"replay": replay, "spark": spark_job}, rounds=3, warmups=1)
+    seconds, spark_s = timed["replay"], timed["spark"]
+    windows = sum(replay.manifest.column("rows_out").to_pylist())
     result = {"events": args.events, "keys": args.keys, "size_s": args.size,
               "slide_s": args.slide, "windows": windows, "replay_s": round(seconds, 2),
               "replay_events_per_s": round(args.events / seconds),
