@@ -330,14 +330,13 @@ class Replay:
                         for kind in ("output", "late", "quarantine")}
             states = pool.submit(self._commit_states, info, tables["state"], schemas["state"],
                                  stepped, steps, live)
-            output_versions, states = appended["output"].result(), states.result()
-            for future in appended.values():
-                future.result()
+            versions = {kind: future.result() for kind, future in appended.items()}
+            after = states.result()
         reports, rows = [], []
         duration_s = (time.perf_counter() - started) / len(group)  # manifest bookkeeping only
         for batch in group:
             lo, hi = bounds[batch]
-            state_version, state_rows, state_bytes = states.get(batch, (state_version, 0, 0))
+            state_version, state_rows, state_bytes = after.get(batch, (state_version, 0, 0))
             count = {k: sum(f.num_records for f in steps[batch].staged[k]) for k in KINDS}
             report = BatchReport(
                 batch=batch, kind="end" if batch == info.batches else "batch", rows_in=hi - lo,
@@ -346,7 +345,7 @@ class Replay:
             reports.append(report)
             rows.append({"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi,
                          "state_version": state_version,
-                         "output_version": output_versions[batch], **asdict(report)})
+                         "output_version": versions["output"][batch], **asdict(report)})
         return reports, rows, state_version
 
     def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
