@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
+from ..ordering import max_before, order_by_code
 from .compiled import Automaton, CompiledEvaluator, explore
 from .derivative import DerivativeEvaluator
 from .errors import QREError
@@ -176,32 +177,10 @@ def _classify(values: pd.Series, others: list[Any]) -> tuple[np.ndarray, np.ndar
     return kinds, payload
 
 
-def _sort(code: np.ndarray, first: np.ndarray, then: np.ndarray | None = None) -> np.ndarray:
-    """The order of ``np.lexsort((then, first, code))`` (``code``: small non-negative ints), by
-    one stable sort where it gives the same: of ``code`` alone if the input is in (``first``,
-    ``then``) order already, else of ``code`` and ``first`` combined in an int64 if they fit
-    and ``then`` is in order among their ties."""
-    if not len(code):
-        return np.zeros(0, np.int64)
-    step = np.diff(first)
-    in_order = step >= 0 if then is None else (step > 0) | ((step == 0) & (np.diff(then) >= 0))
-    if in_order.all():
-        return np.argsort(code.astype(np.uint16) if code.max() < 2**16 else code, kind="stable")
-    low = int(first.min())
-    span = int(first.max()) - low + 1
-    if (int(code.max()) + 1) * span < 2**63:
-        combined = code * span + (first - low)
-        order = np.argsort(combined, kind="stable")
-        if then is None or not ((np.diff(combined[order]) == 0)
-                                & (np.diff(then[order]) < 0)).any():
-            return order
-    return np.lexsort((first, code) if then is None else (then, first, code))
-
-
 def _key_order(keys: np.ndarray, seq: np.ndarray) -> np.ndarray:
     """The order of rows by (key, arrival), keys ordered as ``DataFrame.sort_values`` does."""
     code, _ = pd.factorize(keys, sort=True, use_na_sentinel=False)
-    return _sort(code.astype(np.int64), seq)
+    return order_by_code(code.astype(np.int64), seq)
 
 
 @dataclass(frozen=True)
@@ -480,7 +459,7 @@ class QreOperator(KeyedOperator):
         """Buffer ``arrived``, release every key's events up to its watermark and evaluate them:
         the keys' new state and the output."""
         events = self._unpack(keys).concat(arrived)
-        order = _sort(events.code, events.t, events.seq)
+        order = order_by_code(events.code, events.t, events.seq)
         ready = events.t[order] <= watermark[events.code[order]]
         evaluator, last, output = self._release(keys, events.take(order[ready]))
         pending, values = self._pack(events.take(order[~ready]), len(keys.key))
@@ -614,7 +593,7 @@ class QreOperator(KeyedOperator):
         keys = uniques[:code.max() + 1 if len(code) else 0]
         prior, rest = _Keys.of(keys, state, np.where(codes[len(batch):] < len(keys),
                                                      codes[len(batch):], -1))
-        order = _sort(code, batch[SEQ].to_numpy(dtype="int64"))
+        order = order_by_code(code, batch[SEQ].to_numpy(dtype="int64"))
         code = code[order]
         t = batch[TIME].to_numpy(dtype="int64")[order]
         seq = batch[SEQ].to_numpy(dtype="int64")[order]
@@ -623,10 +602,7 @@ class QreOperator(KeyedOperator):
         bad = missing.any(axis=1)
         # Max event time per key before each event (rejected events do not count; late ones
         # do, as they are below the max and change no max).
-        running = pd.Series(np.where(bad, NO_TIME, t)).groupby(code).cummax().to_numpy()
-        firsts = np.diff(code, prepend=-1) != 0
-        before = np.where(firsts, NO_TIME, np.roll(running, 1))
-        before = np.maximum(before, prior.max_t[code])
+        before, running = max_before(code, np.where(bad, NO_TIME, t), prior.max_t)
         late = ~bad & (before != NO_TIME) & (t < before - lateness)
         max_t = np.maximum(prior.max_t, running[np.diff(code, append=len(keys)) != 0])
         on_time = ~bad & ~late

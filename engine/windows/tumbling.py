@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
+from ..ordering import max_before, order_by_code
 from .aggregates import Plan, columns_of
 from .segments import Columns, Segments, codes
 from .spec import WindowSpec
@@ -49,19 +50,11 @@ def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int,
     time is below its key's watermark at arrival: max event time seen before it minus lateness.
     """
     code, uniques = pd.factorize(batch[key].to_numpy(), sort=True)
-    seq = batch[SEQ].to_numpy(dtype="int64")
-    order = np.argsort(seq, kind="stable") if np.any(seq[1:] < seq[:-1]) else np.arange(len(seq))
-    # stable by key within arrival order; codes in the smallest int type sort by radix
-    small = code.astype(np.min_scalar_type(max(len(uniques) - 1, 0)))
-    order = order[np.argsort(small[order], kind="stable")]
+    order = order_by_code(code, batch[SEQ].to_numpy(dtype="int64"))
     c, t = code[order], batch[TIME].to_numpy(dtype="int64")[order]
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else c
-    running = pd.Series(t).groupby(c, sort=False).cummax().to_numpy()  # per key, in arrival
-    before = np.empty_like(t)
-    before[1:] = running[:-1]
-    before[starts] = NO_TIME
     from_state = prior.reindex(uniques).fillna(NO_TIME).to_numpy(dtype="int64")
-    prev = np.maximum(before, from_state[c])
+    prev, _ = max_before(c, t, from_state)
     late_mask = t < prev - lateness
     late = batch.take(order[late_mask]).reset_index(drop=True)
     t_late, prev_late, text = t[late_mask], prev[late_mask], _micros_text(lateness)
