@@ -64,6 +64,8 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "false",
+        # Python workers without Spark's archives on their path (see jobs.worker_daemon)
+        "spark.python.daemon.module": "jobs.worker_daemon",
     }
     cores = _local_cores(master)
     if cores is not None:

@@ -23,6 +23,7 @@ def test_defaults():
     assert int(conf["spark.sql.shuffle.partitions"]) >= 2
     assert conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"]
     assert conf["spark.driver.memory"] == "4g"
+    assert conf["spark.python.daemon.module"] == "jobs.worker_daemon"
     for key in (*DELTA_CONF, "spark.jars", "spark.jars.packages"):
         assert key not in conf
     assert not delta_jars_configured(conf)
