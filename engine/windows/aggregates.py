@@ -249,7 +249,3 @@ class Plan:
 
     def finish(self, results: Columns) -> dict[str, np.ndarray]:
         return {fn.agg.name: fn.finish(results) for fn in self.functions}
-
-
-def columns_of(frame: pd.DataFrame, names: list[str]) -> Columns:
-    return {n: frame[n].to_numpy() for n in names}

@@ -28,7 +28,7 @@ from ..operator import SEQ, TIME, StateCodec, StepResult
 from .partials import arrow_type, column_values
 from .segments import Segments
 from .spec import WindowSpec
-from .tumbling import NO_TIME, TumblingWindow, key_max, split_late
+from .tumbling import NO_TIME, Marks, TumblingWindow, split_late
 
 KEY, TAIL, PENDING = 0, 1, 2  # role of a state row
 END_OF_INPUT = 2**62
@@ -60,15 +60,15 @@ class CountWindow(TumblingWindow):
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         keys = state[state["role"] == KEY]
-        prior = pd.Series(keys["t"].to_numpy(dtype="int64"), index=keys[self.key].to_numpy())
-        batch_max, late, on_time = split_late(batch, prior, self.key, self.spec.lateness_us,
-                                              self.event_columns)
+        prior = Marks.of(keys[self.key].to_numpy(), keys["t"].to_numpy(dtype="int64"))
+        arrivals = split_late(batch, prior, self.key, self.spec.lateness_us, self.event_columns)
+        on_time, marks = arrivals.on_time, arrivals.marks
         arrived = pd.DataFrame({self.key: on_time[self.key].to_numpy(), "role": PENDING,
                                 "t": on_time[TIME].to_numpy(dtype="int64"),
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})
         for col in self.spec.value_columns:
             arrived[f"v_{col}"] = column_values(on_time, col, self.spec.value_types[col])
-        max_t = key_max(prior, batch_max)
+        max_t = pd.Series(marks.after, index=marks.keys)
         rows = pd.concat([state[state["role"] != KEY], arrived], ignore_index=True)
         output, kept, released = self._release(rows, keys, max_t - self.spec.lateness_us,
                                                 self.updates)
@@ -78,7 +78,7 @@ class CountWindow(TumblingWindow):
         for col in self.spec.value_columns:
             key_rows[f"v_{col}"] = None if self.spec.value_types[col] == "string" else np.nan
         new_state = pd.concat([key_rows, kept], ignore_index=True)[self.state_codec.schema.names]
-        return StepResult(new_state, output, late.reset_index(drop=True))
+        return StepResult(new_state, output, arrivals.late)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         keys = state[state["role"] == KEY]

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+
+from ..ordering import order_by_code
 
 #: Partial-aggregate columns by name (every array has one entry per row).
 Columns = dict[str, np.ndarray]
@@ -30,16 +31,13 @@ class Segments:
     starts: np.ndarray
 
     @classmethod
-    def by(cls, *labels: np.ndarray) -> Segments:
-        """Group rows with equal ``labels`` (integer or float arrays; the first is primary)."""
-        order = np.lexsort(labels[::-1]) if len(labels[0]) else np.zeros(0, dtype="int64")
-        change = np.zeros(len(order), dtype=bool)
-        if len(order):
-            change[0] = True
-            for label in labels:
-                sorted_label = label[order]
-                change[1:] |= sorted_label[1:] != sorted_label[:-1]
-        return cls(order, np.flatnonzero(change))
+    def by_code(cls, code: np.ndarray, values: np.ndarray) -> Segments:
+        """Group rows with equal (``code``, ``values``) (``code``: small non-negative ints),
+        groups in (code, value) order."""
+        order = order_by_code(code, values)
+        c, v = code[order], values[order]
+        return cls(order, np.flatnonzero(np.r_[True, (c[1:] != c[:-1]) | (v[1:] != v[:-1])])
+                   if len(order) else order)
 
     @classmethod
     def runs(cls, order: np.ndarray, fresh: np.ndarray) -> Segments:
@@ -74,11 +72,6 @@ class Segments:
         if not self.count:
             return values[:0]
         return ufunc.reduceat(values[self.order], self.starts)
-
-
-def codes(values: pd.Series | np.ndarray) -> np.ndarray:
-    """Integer labels of ``values`` (equal values, equal labels)."""
-    return pd.factorize(np.asarray(values))[0]
 
 
 def take(columns: Columns, index: np.ndarray) -> Columns:

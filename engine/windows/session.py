@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .aggregates import columns_of
-from .segments import Segments, codes
-from .tumbling import TumblingWindow
+from ..ordering import order_by_code
+from .segments import Columns, Segments
+from .tumbling import CODE, Marks, TumblingWindow
 
 
 class SessionWindow(TumblingWindow):
@@ -28,34 +28,26 @@ class SessionWindow(TumblingWindow):
     def slice_us(self) -> int:
         return 1  # every distinct event time is its own partial until sessions are merged
 
-    def _sessions(self, partials: pd.DataFrame, touched: np.ndarray
-                  ) -> tuple[pd.DataFrame, np.ndarray]:
-        """Merge partials (each spanning window_start..max_t) closer than the gap: (sessions,
-        whether each holds a touched partial)."""
-        if partials.empty:
+    def _sessions(self, partials: Columns, touched: np.ndarray) -> tuple[Columns, np.ndarray]:
+        """Merge partials (each spanning window_start..max_t) closer than the gap: (sessions in
+        key and start order, whether each holds a touched partial)."""
+        if not len(partials[CODE]):
             return partials, touched
-        keys = partials[self.key].to_numpy()
-        key_code = codes(keys)
-        start = partials["window_start"].to_numpy(dtype="int64")
-        last = partials["max_t"].to_numpy(dtype="int64")
-        order = np.lexsort((start, key_code))
+        key_code, start, last = partials[CODE], partials["window_start"], partials["max_t"]
+        order = order_by_code(key_code, start)
         sorted_key = key_code[order]
         reach = pd.Series(last[order]).groupby(sorted_key).cummax()
         before = reach.groupby(sorted_key).shift(1)
         fresh = before.isna().to_numpy() | (start[order] - before.to_numpy() >= self.spec.size_us)
         seg = Segments.runs(order, fresh)
-        sessions = {self.key: seg.first(keys), "window_start": seg.first(start),
+        sessions = {CODE: seg.first(key_code), "window_start": seg.first(start),
                     "max_t": seg.reduce(np.maximum, last)}
-        sessions.update(self.plan.merge(columns_of(partials, self.plan.columns()), seg))
-        return pd.DataFrame(sessions), seg.reduce(np.maximum, touched.astype("int8")) > 0
+        sessions.update(self.plan.merge(partials, seg))
+        return sessions, seg.reduce(np.maximum, touched.astype("int8")) > 0
 
-    def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
-               max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
-        sessions, touched = self._sessions(slices, touched)
-        ends = sessions["max_t"].to_numpy(dtype="int64") + self.spec.size_us
-        return self._emit_closed(sessions, ends, touched, max_t)
+    def _ends(self, rows: Columns) -> np.ndarray:
+        return rows["max_t"] + self.spec.size_us
 
-    def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        sessions, _ = self._split_state(state)
-        ends = sessions["max_t"].to_numpy(dtype="int64") + self.spec.size_us
-        return self._output([self._windows(sessions, ends, final=True)])
+    def _close(self, rows: Columns, touched: np.ndarray, marks: Marks
+               ) -> tuple[pd.DataFrame, Columns]:
+        return super()._close(*self._sessions(rows, touched), marks)

@@ -19,10 +19,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from .aggregates import columns_of
-from .segments import window_sum
+from .segments import Columns, take, window_sum
 from .spec import WindowSpec
-from .tumbling import NO_TIME, TumblingWindow
+from .tumbling import CODE, Marks, TumblingWindow
 
 #: Watermark used by ``finish``: every window containing an event closes.
 END_OF_INPUT = 2**62
@@ -41,36 +40,33 @@ class SlidingWindow(TumblingWindow):
     def slice_us(self) -> int:
         return self._slice
 
-    def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
-               max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _close(self, slices: Columns, touched: np.ndarray, marks: Marks
+               ) -> tuple[pd.DataFrame, Columns]:
         lateness = self.spec.lateness_us
-        code, keys = pd.factorize(slices[self.key].to_numpy(), sort=True)
-        before = prior.reindex(keys).fillna(NO_TIME).to_numpy(dtype="int64") - lateness
-        after = max_t.reindex(keys).to_numpy(dtype="int64") - lateness
-        emitted = self._assemble(slices, code, keys, before, after,
+        after = marks.after - lateness
+        emitted = self._assemble(slices, marks.keys, marks.before - lateness, after,
                                  touched if self.updates else None)
-        starts = slices["window_start"].to_numpy(dtype="int64")
+        starts = slices["window_start"]
         last_start = starts - np.mod(starts, self.spec.slide)  # last window holding the slice
-        return emitted, slices[last_start + self.spec.size_us > after[code]]
+        return emitted, take(slices, last_start + self.spec.size_us > after[slices[CODE]])
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        slices, prior = self._split_state(state)
-        code, keys = pd.factorize(slices[self.key].to_numpy(), sort=True)
-        before = prior.reindex(keys).to_numpy(dtype="int64") - self.spec.lateness_us
-        return self._assemble(slices, code, keys, before, np.full(len(keys), END_OF_INPUT), None)
+        slices, marks = self._split_state(state)
+        slices[CODE] = marks.code_of(slices.pop(self.key))
+        return self._assemble(slices, marks.keys, marks.before - self.spec.lateness_us,
+                              np.full(len(marks.keys), END_OF_INPUT), None)
 
-    def _assemble(self, slices: pd.DataFrame, key_code: np.ndarray, keys: np.ndarray,
-                  before: np.ndarray, after: np.ndarray, touched: np.ndarray | None
-                  ) -> pd.DataFrame:
+    def _assemble(self, slices: Columns, keys: np.ndarray, before: np.ndarray,
+                  after: np.ndarray, touched: np.ndarray | None) -> pd.DataFrame:
         """Output rows of the windows whose end lies in ``(before, after]`` (each key's
-        watermarks before and after the step; ``key_code`` indexes ``keys`` per slice row),
+        watermarks before and after the step, by the key codes of ``slices``: ``keys`` by code),
         assembled from ``slices``; with ``touched`` (updates mode) also early rows of the windows
         ending after ``after`` that hold a touched slice. Windows without events are left out."""
         g, size, slide = self._slice, self.spec.size_us, self.spec.slide
         width, hop = size // g, slide // g
-        if slices.empty:
+        if not len(slices[CODE]):
             return self._empty_output()
-        a = slices["window_start"].to_numpy(dtype="int64")
+        key_code, a = slices[CODE], slices["window_start"]
         a0, a1 = _per_key_range(key_code, a, len(keys))
         lo = np.maximum(_next_start(a0 - size, slide), _next_start(before - size, slide))
         hi = np.minimum(np.floor_divide(a1, slide) * slide,
@@ -97,7 +93,7 @@ class SlidingWindow(TumblingWindow):
         j = np.arange(int(count.sum())) - np.repeat(first, count)
         pos = offset[window_key] + j * hop
         starts = lo[window_key] + j * slide
-        results = self.plan.window(columns_of(slices[inside], self.plan.columns()),
+        results = self.plan.window({c: slices[c][inside] for c in self.plan.columns()},
                                    cell[inside], total, pos, width)
         closing = starts + size <= after[window_key]
         final = closing & (results["rows"] > 0)

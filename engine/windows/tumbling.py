@@ -15,6 +15,8 @@ seen so far. The row at close (``final`` true) is the close-mode row.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -22,14 +24,16 @@ import pyarrow as pa
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
 from ..ordering import max_before, order_by_code
-from .aggregates import Plan, columns_of
-from .segments import Columns, Segments, codes
+from .aggregates import Plan
+from .segments import Columns, Segments, take
 from .spec import WindowSpec
 
 #: ``window_start`` of the per-key row that carries the key's max event time.
 KEY_ROW = np.iinfo(np.int64).min
 #: Max event time of a key that has seen no event.
 NO_TIME = -(2**62)
+#: The column of a window row that holds its key's code (an index into :attr:`Marks.keys`).
+CODE = "__code"
 
 
 def isos(us: np.ndarray) -> np.ndarray:
@@ -41,44 +45,97 @@ def _micros_text(us: int) -> str:
     return f"{us / 1e6:g}s"
 
 
-def split_late(batch: pd.DataFrame, prior: pd.Series, key: str, lateness: int,
-               keep: list[str] | None = None) -> tuple[pd.Series, pd.DataFrame, pd.DataFrame]:
-    """(max event time per key in the batch, late events with a reason, on-time events sorted by
-    key and arrival, with those of the columns ``keep`` it has when given).
+@dataclass(frozen=True)
+class Marks:
+    """Each key's max event time before and after a step, by key code: a code indexes ``keys``
+    (distinct and sorted, so codes sort like the keys); ``NO_TIME`` for a key without events."""
 
-    ``prior`` maps a key to the max event time seen in earlier batches. An event is late when its
-    time is below its key's watermark at arrival: max event time seen before it minus lateness.
+    keys: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+
+    @classmethod
+    def of(cls, keys: np.ndarray, max_t: np.ndarray) -> Marks:
+        """The marks of ``keys`` with their max event times (before and after alike)."""
+        code, distinct = pd.factorize(keys, sort=True)
+        times = np.full(len(distinct), NO_TIME, dtype="int64")
+        times[code] = max_t
+        return cls(distinct, times, times)
+
+    def code_of(self, keys: np.ndarray) -> np.ndarray:
+        """The code of each of ``keys`` (all of them among :attr:`keys`)."""
+        return np.searchsorted(self.keys, keys)
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """A batch split by lateness (see :func:`split_late`)."""
+
+    marks: Marks
+    late: pd.DataFrame  # late events with a reason, in arrival order
+    on_time: pd.DataFrame  # on-time events, by key and arrival
+    code: np.ndarray  # the key code of each on-time event
+
+
+def split_late(batch: pd.DataFrame, prior: Marks, key: str, lateness: int,
+               keep: list[str] | None = None) -> Arrivals:
+    """Split ``batch`` into late and on-time events (the on-time ones with those of the columns
+    ``keep`` it has, when given); ``prior.after``: each key's max event time before the batch.
+
+    An event is late when its time is below its key's watermark at arrival: max event time seen
+    before it minus lateness.
     """
-    code, uniques = pd.factorize(batch[key].to_numpy(), sort=True)
-    order = order_by_code(code, batch[SEQ].to_numpy(dtype="int64"))
+    values = batch[key].to_numpy()
+    code, keys = pd.factorize(np.concatenate([prior.keys, values]) if len(prior.keys) else values,
+                              sort=True)
+    before = np.full(len(keys), NO_TIME, dtype="int64")
+    before[code[:len(prior.keys)]] = prior.after
+    code = code[len(prior.keys):]
+    seq = batch[SEQ].to_numpy(dtype="int64")
+    order = order_by_code(code, seq)
     c, t = code[order], batch[TIME].to_numpy(dtype="int64")[order]
-    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else c
-    from_state = prior.reindex(uniques).fillna(NO_TIME).to_numpy(dtype="int64")
-    prev, _ = max_before(c, t, from_state)
+    prev, running = max_before(c, t, before)
+    after = before.copy()
+    last = np.flatnonzero(np.r_[c[1:] != c[:-1], True]) if len(c) else c
+    after[c[last]] = np.maximum(before[c[last]], running[last])
     late_mask = t < prev - lateness
-    late = batch.take(order[late_mask]).reset_index(drop=True)
-    t_late, prev_late, text = t[late_mask], prev[late_mask], _micros_text(lateness)
+    on_time = order[~late_mask] if late_mask.any() else order
+    columns = [n for n in keep if n in batch.columns] if keep is not None else list(batch.columns)
+    return Arrivals(Marks(keys, before, after), _late(batch, order, late_mask, prev, lateness),
+                    pd.DataFrame({n: _take(batch[n], on_time) for n in columns}),
+                    c[~late_mask])
+
+
+def _late(batch: pd.DataFrame, order: np.ndarray, late_mask: np.ndarray, prev: np.ndarray,
+          lateness: int) -> pd.DataFrame:
+    """The late events of ``batch`` in arrival order, with the reason (``prev``: the max event
+    time before each event of ``batch`` taken in ``order``)."""
+    rows, prev = order[late_mask], prev[late_mask]
+    by_arrival = np.argsort(batch[SEQ].to_numpy(dtype="int64")[rows], kind="stable")
+    rows, prev = rows[by_arrival], prev[by_arrival]
+    late = batch.take(rows).reset_index(drop=True)
+    text = _micros_text(lateness)
     late[REASON] = [
         f"event time {ti} is below the key's watermark {wi} (max event time seen {pi} minus "
         f"lateness {text})" for ti, wi, pi in zip(
-            isos(t_late), isos(prev_late - lateness), isos(prev_late), strict=True)]
-    batch_max = pd.Series(np.maximum.reduceat(t, starts) if len(t) else t,
-                          index=uniques[c[starts]])
-    if keep is not None:
-        batch = batch[[c for c in keep if c in batch.columns]]
-    on_time = batch.take(order[~late_mask])
-    return batch_max, late, on_time.reset_index(drop=True)
+            isos(late[TIME].to_numpy(dtype="int64")), isos(prev - lateness), isos(prev),
+            strict=True)]
+    return late
 
 
-def key_max(prior: pd.Series, batch_max: pd.Series) -> pd.Series:
-    """Max event time per key after a batch (``prior``: before it; ``batch_max``: in it)."""
-    if prior.empty:
-        return batch_max
-    return pd.concat([prior, batch_max]).groupby(level=0, sort=False).max()
+def _take(column: pd.Series, rows: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """The values of ``column`` at positions ``rows`` (numpy when its dtype is numpy's)."""
+    values = column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
+    return values.take(rows)
 
 
 class TumblingWindow(KeyedOperator):
-    """Tumbling windows per key, every aggregate of :mod:`engine.windows.aggregates`."""
+    """Tumbling windows per key, every aggregate of :mod:`engine.windows.aggregates`.
+
+    Inside a step, window rows are numpy columns (:data:`Columns`) keyed by key code and
+    ``window_start``: partial aggregates plus ``max_t`` (the latest slice start, or event time for
+    sessions); frames are built only for what the step returns.
+    """
 
     version = "2"
 
@@ -126,53 +183,49 @@ class TumblingWindow(KeyedOperator):
     def init(self) -> pd.DataFrame:
         return self.state_codec.schema.empty_table().to_pandas()
 
-    def _partials(self, events: pd.DataFrame, starts: np.ndarray) -> pd.DataFrame:
-        """Partial aggregates of ``events`` per (key, slice start)."""
-        keys = events[self.key].to_numpy()
-        seg = Segments.by(codes(keys), starts)
-        frame = {self.key: seg.first(keys), "window_start": seg.first(starts),
-                 "max_t": seg.reduce(np.maximum, starts)}
-        frame.update(self.plan.of_events(events, seg))
-        return pd.DataFrame(frame)
+    def _partials(self, events: pd.DataFrame, code: np.ndarray) -> Columns:
+        """Partial aggregates of ``events`` (``code``: their key codes) per key and slice."""
+        t = events[TIME].to_numpy(dtype="int64")
+        starts = t - np.mod(t, self.slice_us)
+        seg = Segments.by_code(code, starts)
+        rows = {CODE: seg.first(code), "window_start": seg.first(starts),
+                "max_t": seg.reduce(np.maximum, starts)}
+        rows.update(self.plan.of_events(events, seg))
+        return rows
 
-    def _merge(self, old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-        """(partials of ``old`` and ``new`` merged per (key, window_start), whether each merged
-        row holds events of ``new``)."""
-        if old.empty or new.empty:
-            frame = new if old.empty else old
-            return frame.reset_index(drop=True), np.full(len(frame), old.empty)
-        both = pd.concat([old, new], ignore_index=True)
-        fresh = np.repeat([0, 1], [len(old), len(new)]).astype("int8")
-        keys, starts = both[self.key].to_numpy(), both["window_start"].to_numpy(dtype="int64")
-        seg = Segments.by(codes(keys), starts)
-        merged = {self.key: seg.first(keys), "window_start": seg.first(starts),
-                  "max_t": seg.reduce(np.maximum, both["max_t"].to_numpy(dtype="int64"))}
-        merged.update(self.plan.merge(columns_of(both, self.plan.columns()), seg))
-        return pd.DataFrame(merged), seg.reduce(np.maximum, fresh) > 0
-
-    def _key_rows(self, max_t: pd.Series) -> pd.DataFrame:
-        n = len(max_t)
-        return pd.DataFrame({self.key: max_t.index.to_numpy(),
-                             "window_start": np.full(n, KEY_ROW, dtype="int64"),
-                             "max_t": max_t.to_numpy(dtype="int64"), **self.plan.empty(n)})
+    def _merge(self, old: Columns, new: Columns) -> tuple[Columns, np.ndarray]:
+        """(rows of ``old`` and ``new`` merged per key and window_start, in that order; whether
+        each merged row holds events of ``new``)."""
+        n_old, n_new = len(old[CODE]), len(new[CODE])
+        if not n_old:
+            return new, np.ones(n_new, dtype=bool)
+        if not n_new:
+            return take(old, order_by_code(old[CODE], old["window_start"])), np.zeros(n_old, bool)
+        both = {name: np.concatenate([old[name], new[name]]) for name in new}
+        seg = Segments.by_code(both[CODE], both["window_start"])
+        merged = {CODE: seg.first(both[CODE]), "window_start": seg.first(both["window_start"]),
+                  "max_t": seg.reduce(np.maximum, both["max_t"])}
+        merged.update(self.plan.merge(both, seg))
+        fresh = np.repeat(np.array([0, 1], dtype="int8"), [n_old, n_new])
+        return merged, seg.reduce(np.maximum, fresh) > 0
 
     # -- output -------------------------------------------------------------------------------
 
     def _emit(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, results: Columns,
-              final: bool) -> pd.DataFrame:
+              final: bool | np.ndarray) -> pd.DataFrame:
         """Output rows of windows from their partial results."""
         columns = {self.key: keys, "window_start": starts, "window_end": ends,
                    **self.plan.finish(results)}
         if self.updates:
-            columns["final"] = np.full(len(keys), final)
+            columns["final"] = np.full(len(keys), final, dtype=bool)
         return pd.DataFrame(columns)
 
-    def _windows(self, rows: pd.DataFrame, ends: np.ndarray, final: bool) -> pd.DataFrame:
-        """Output rows of windows that are each one partial row."""
-        n = np.arange(len(rows))
-        results = self.plan.window(columns_of(rows, self.plan.columns()), n, len(rows), n, 1)
-        return self._emit(rows[self.key].to_numpy(), rows["window_start"].to_numpy(
-            dtype="int64"), ends, results, final)
+    def _windows(self, rows: Columns, ends: np.ndarray, final: bool | np.ndarray,
+                 keys: np.ndarray) -> pd.DataFrame:
+        """Output rows of windows that are each one row of ``rows`` (``keys`` by code)."""
+        n = np.arange(len(ends))
+        results = self.plan.window({c: rows[c] for c in self.plan.columns()}, n, len(n), n, 1)
+        return self._emit(keys[rows[CODE]], rows["window_start"], ends, results, final)
 
     def _output(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
         """Rows of ``frames`` in (key, window start) order, final rows after early ones."""
@@ -188,50 +241,58 @@ class TumblingWindow(KeyedOperator):
 
     # -- the operator -------------------------------------------------------------------------
 
-    def _close(self, slices: pd.DataFrame, touched: np.ndarray, prior: pd.Series,
-               max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(rows emitted now, slices kept): windows close once the watermark reaches them."""
-        ends = slices["window_start"].to_numpy(dtype="int64") + self.spec.size_us
-        return self._emit_closed(slices, ends, touched, max_t)
+    def _ends(self, rows: Columns) -> np.ndarray:
+        """Where the window of each row ends."""
+        return rows["window_start"] + self.spec.size_us
 
-    def _emit_closed(self, rows: pd.DataFrame, ends: np.ndarray, touched: np.ndarray,
-                     max_t: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(output rows, rows kept) for windows that are each one row of ``rows`` ending at
-        ``ends``: a window closes once its key's watermark (``max_t`` minus lateness) reaches its
-        end; in updates mode an open window that ``touched`` marks also emits an early row."""
-        watermark = rows[self.key].map(max_t).to_numpy(dtype="int64") - self.spec.lateness_us
-        closed = ends <= watermark
-        frames = [self._windows(rows[closed], ends[closed], final=True)]
-        if self.updates:
-            early = ~closed & touched
-            frames.append(self._windows(rows[early], ends[early], final=False))
-        return self._output(frames), rows[~closed]
+    def _close(self, rows: Columns, touched: np.ndarray, marks: Marks
+               ) -> tuple[pd.DataFrame, Columns]:
+        """(rows emitted now, rows kept): windows close once the watermark reaches them."""
+        return self._emit_closed(rows, self._ends(rows), touched, marks)
 
-    def _split_state(self, state: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
-        """(the window rows of ``state``, max event time per key from its key rows)."""
+    def _emit_closed(self, rows: Columns, ends: np.ndarray, touched: np.ndarray, marks: Marks
+                     ) -> tuple[pd.DataFrame, Columns]:
+        """(output rows, rows kept) for windows that are each one row of ``rows`` (in key and
+        start order) ending at ``ends``: a window closes once its key's watermark (max event time
+        minus lateness) reaches its end; in updates mode an open window that ``touched`` marks
+        also emits an early row."""
+        closed = ends <= marks.after[rows[CODE]] - self.spec.lateness_us
+        shown = closed | touched if self.updates else closed
+        if not shown.any():
+            return self._empty_output(), rows
+        emitted = self._windows(take(rows, shown), ends[shown], closed[shown], marks.keys)
+        return emitted, take(rows, ~closed)
+
+    def _split_state(self, state: pd.DataFrame) -> tuple[Columns, Marks]:
+        """(the window rows of ``state`` with their keys, the max event time per key from its
+        key rows)."""
         is_key_row = state["window_start"].to_numpy() == KEY_ROW
-        prior = pd.Series(state.loc[is_key_row, "max_t"].to_numpy(dtype="int64"),
-                          index=state.loc[is_key_row, self.key].to_numpy())
-        return state[~is_key_row], prior
+        rows = {c: state[c].to_numpy()[~is_key_row] for c in
+                [self.key, "window_start", "max_t", *self.plan.columns()]}
+        return rows, Marks.of(state[self.key].to_numpy()[is_key_row],
+                              state["max_t"].to_numpy(dtype="int64")[is_key_row])
+
+    def _state(self, marks: Marks, kept: Columns) -> pd.DataFrame:
+        """The state after a step: a key row per key (its max event time), then the rows kept."""
+        n = len(marks.keys)
+        key_rows = {self.key: marks.keys, "window_start": np.full(n, KEY_ROW, dtype="int64"),
+                    "max_t": marks.after, **self.plan.empty(n)}
+        kept = {self.key: marks.keys[kept[CODE]], **kept}
+        return pd.DataFrame({name: np.concatenate([key_rows[name], kept[name]])
+                             for name in self.state_codec.schema.names})
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
-        key, lateness, size = self.key, self.spec.lateness_us, self.slice_us
         if batch.empty:
             return StepResult(state, self._empty_output(), batch.assign(**{REASON: ""}).iloc[:0])
-        windows, prior = self._split_state(state)
-        batch_max, late, on_time = split_late(batch, prior, key, lateness, self.event_columns)
-        starts = on_time[TIME].to_numpy(dtype="int64")
-        starts = starts - np.mod(starts, size)
-        slices, touched = self._merge(windows, self._partials(on_time, starts))
-
-        max_t = key_max(prior, batch_max)
-        emitted, kept = self._close(slices, touched, prior, max_t)
-        new_state = pd.concat([self._key_rows(max_t), kept], ignore_index=True)
-        new_state = new_state[self.state_codec.schema.names]
-        late = late.sort_values(SEQ, kind="stable").reset_index(drop=True)
-        return StepResult(new_state, emitted, late)
+        rows, prior = self._split_state(state)
+        arrivals = split_late(batch, prior, self.key, self.spec.lateness_us, self.event_columns)
+        marks = arrivals.marks
+        rows[CODE] = marks.code_of(rows.pop(self.key))
+        merged, touched = self._merge(rows, self._partials(arrivals.on_time, arrivals.code))
+        emitted, kept = self._close(merged, touched, marks)
+        return StepResult(self._state(marks, kept), emitted, arrivals.late)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        windows, _ = self._split_state(state)
-        ends = windows["window_start"].to_numpy(dtype="int64") + self.spec.size_us
-        return self._output([self._windows(windows, ends, final=True)])
+        rows, marks = self._split_state(state)
+        rows[CODE] = marks.code_of(rows.pop(self.key))
+        return self._output([self._windows(rows, self._ends(rows), True, marks.keys)])
