@@ -6,6 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+#: Max event time of a key that has seen no event (below every event time).
+NO_TIME = -(2**62)
+#: Watermark at the end of the input (above every event time): everything still held is due.
+END_OF_INPUT = 2**62
+
 
 def order_by_code(code: np.ndarray, first: np.ndarray, then: np.ndarray | None = None
                   ) -> np.ndarray:

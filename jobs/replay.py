@@ -381,8 +381,9 @@ class Replay:
         directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
         directory.mkdir(parents=True)
         file = str(directory / "part-00000.parquet")
-        pq.write_table(table, file)
-        rows, stats = file_stats(file)
+        footer: list[pq.FileMetaData] = []
+        pq.write_table(table, file, metadata_collector=footer)
+        rows, stats = file_stats(file, footer[0])
         self._commit(path, [StagedFile(file, os.path.getsize(file), rows, stats)], table.schema,
                      txn, meta)
 

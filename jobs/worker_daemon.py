@@ -22,7 +22,8 @@ def without_archives(path: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    for entry in set(sys.path) - set(kept := without_archives(sys.path)):
+    kept = without_archives(sys.path)
+    for entry in set(sys.path) - set(kept):
         sys.path_importer_cache.pop(entry, None)
     sys.path[:] = kept
     from pyspark import daemon

@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
-from ..ordering import max_before, order_by_code
+from ..ordering import END_OF_INPUT, NO_TIME, max_before, order_by_code
 from .compiled import Automaton, CompiledEvaluator, explore
 from .derivative import DerivativeEvaluator
 from .errors import QREError
@@ -52,9 +52,6 @@ from .text import parse
 from .values import UNIT, Outcome
 
 OUTPUT_MODES = ("every", "changes", "final")
-NO_TIME = -(2**62)
-#: Watermark of ``finish``: every buffered event is released.
-END_OF_INPUT = 2**62
 #: Kinds of a buffered value (how its payload is read).
 INT, FLOAT, BOOL, OTHER = 0, 1, 2, 3
 #: Kernel field kind of a run whose values of a field all have the kind.

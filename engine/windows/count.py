@@ -25,13 +25,13 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..operator import SEQ, TIME, StateCodec, StepResult
+from ..ordering import END_OF_INPUT, NO_TIME
 from .partials import arrow_type, column_values
 from .segments import Segments
 from .spec import WindowSpec
-from .tumbling import NO_TIME, Marks, TumblingWindow, split_late
+from .tumbling import Marks, TumblingWindow, split_late
 
 KEY, TAIL, PENDING = 0, 1, 2  # role of a state row
-END_OF_INPUT = 2**62
 
 
 class CountWindow(TumblingWindow):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..ordering import order_by_code
 from .segments import Columns, Segments
 from .tumbling import CODE, Marks, TumblingWindow
 
@@ -29,17 +28,16 @@ class SessionWindow(TumblingWindow):
         return 1  # every distinct event time is its own partial until sessions are merged
 
     def _sessions(self, partials: Columns, touched: np.ndarray) -> tuple[Columns, np.ndarray]:
-        """Merge partials (each spanning window_start..max_t) closer than the gap: (sessions in
-        key and start order, whether each holds a touched partial)."""
+        """Merge partials (each spanning window_start..max_t, in key and start order as
+        :meth:`_merge` leaves them) closer than the gap: (sessions in key and start order,
+        whether each holds a touched partial)."""
         if not len(partials[CODE]):
             return partials, touched
         key_code, start, last = partials[CODE], partials["window_start"], partials["max_t"]
-        order = order_by_code(key_code, start)
-        sorted_key = key_code[order]
-        reach = pd.Series(last[order]).groupby(sorted_key).cummax()
-        before = reach.groupby(sorted_key).shift(1)
-        fresh = before.isna().to_numpy() | (start[order] - before.to_numpy() >= self.spec.size_us)
-        seg = Segments.runs(order, fresh)
+        reach = pd.Series(last).groupby(key_code).cummax()
+        before = reach.groupby(key_code).shift(1)
+        fresh = before.isna().to_numpy() | (start - before.to_numpy() >= self.spec.size_us)
+        seg = Segments.runs(np.arange(len(start)), fresh)
         sessions = {CODE: seg.first(key_code), "window_start": seg.first(start),
                     "max_t": seg.reduce(np.maximum, last)}
         sessions.update(self.plan.merge(partials, seg))

@@ -19,12 +19,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..ordering import END_OF_INPUT
 from .segments import Columns, take, window_sum
 from .spec import WindowSpec
 from .tumbling import CODE, Marks, TumblingWindow
-
-#: Watermark used by ``finish``: every window containing an event closes.
-END_OF_INPUT = 2**62
 
 
 class SlidingWindow(TumblingWindow):

@@ -23,15 +23,13 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
-from ..ordering import max_before, order_by_code
+from ..ordering import NO_TIME, max_before, order_by_code
 from .aggregates import Plan
 from .segments import Columns, Segments, take
 from .spec import WindowSpec
 
 #: ``window_start`` of the per-key row that carries the key's max event time.
 KEY_ROW = np.iinfo(np.int64).min
-#: Max event time of a key that has seen no event.
-NO_TIME = -(2**62)
 #: The column of a window row that holds its key's code (an index into :attr:`Marks.keys`).
 CODE = "__code"
 
@@ -194,8 +192,8 @@ class TumblingWindow(KeyedOperator):
         return rows
 
     def _merge(self, old: Columns, new: Columns) -> tuple[Columns, np.ndarray]:
-        """(rows of ``old`` and ``new`` merged per key and window_start, in that order; whether
-        each merged row holds events of ``new``)."""
+        """(rows of ``old`` and ``new`` merged per key and window_start, in (key code,
+        window_start) order; whether each merged row holds events of ``new``)."""
         n_old, n_new = len(old[CODE]), len(new[CODE])
         if not n_old:
             return new, np.ones(n_new, dtype=bool)
