@@ -15,6 +15,8 @@ import sqlglot
 import sqlglot.errors
 import yaml
 
+from .errors import RepriseError
+
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
     "int": pa.int64(),
@@ -30,12 +32,16 @@ _UNIT_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_00
             "d": 86_400_000_000}
 
 
-class CatalogError(ValueError):
+class CatalogError(RepriseError):
     """A catalog file is invalid; the message names the file, the field and the problem."""
 
     def __init__(self, source: str, fieldname: str, problem: str):
         self.source, self.field, self.problem = source, fieldname, problem
         super().__init__(f"{source}: field '{fieldname}': {problem}")
+
+
+class UnknownName(RepriseError):
+    """The catalog holds no recording or query of that name; the message lists the known ones."""
 
 
 def parse_duration_us(text: str | int, *, source: str = "<input>",
@@ -269,13 +275,13 @@ class Catalog:
     def recording(self, name: str) -> RecordingSpec:
         if name not in self.recordings:
             known = ", ".join(sorted(self.recordings)) or "none"
-            raise KeyError(f"unknown recording {name!r} (known: {known})")
+            raise UnknownName(f"unknown recording {name!r} (known: {known})")
         return self.recordings[name]
 
     def query(self, name: str) -> QuerySpec:
         if name not in self.queries:
             known = ", ".join(sorted(self.queries)) or "none"
-            raise KeyError(f"unknown query {name!r} (known: {known})")
+            raise UnknownName(f"unknown query {name!r} (known: {known})")
         return self.queries[name]
 
 

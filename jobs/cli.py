@@ -2,46 +2,70 @@
 
 from __future__ import annotations
 
-import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
-from engine.catalog import CatalogError, load_catalog
+from engine.catalog import Catalog, load_catalog
+from engine.errors import RepriseError
+
+from .settings import Settings, load_settings
+
+
+class _Commands(TyperGroup):
+    """The commands, each printing a :class:`RepriseError` as one ``error:`` line (exit 1);
+    any other exception is a bug and keeps its traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except RepriseError as exc:
+            _fail(str(exc))
+
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+                  no_args_is_help=True, pretty_exceptions_enable=False, cls=_Commands)
 console = Console(width=None if sys.stdout.isatty() else 120)  # logs: no cramped tables
 err = Console(stderr=True, soft_wrap=True)
 
 Warehouse_ = Annotated[Path | None, typer.Option(
     "--warehouse", help="Warehouse directory [env REPRISE_WAREHOUSE, default ./warehouse]")]
-Catalog_ = Annotated[Path, typer.Option("--catalog", help="Catalog directory")]
+Catalog_ = Annotated[Path | None, typer.Option(
+    "--catalog", help="Catalog directory [env REPRISE_CATALOG, default the project's schemas/]")]
 Backend_ = Annotated[str | None, typer.Option(
     "--backend", help="Delta backend: auto | delta-rs | delta-spark [env REPRISE_DELTA_BACKEND]")]
 
 
 def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Print ``error: message`` on one line and exit 1."""
+    line = re.sub(r"\s*\n\s*", " ", message.strip())
+    err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
     raise typer.Exit(code=1)
 
 
-class Context:
-    """Lazily built Spark session, storage, warehouse and catalog for one command."""
+def _catalog(settings: Settings, catalog: Path | None) -> Catalog:
+    """The catalog of ``--catalog``, else of the settings (``REPRISE_CATALOG``)."""
+    return load_catalog(catalog or settings.catalog)
 
-    def __init__(self, warehouse: Path | None, catalog: Path, backend: str | None):
+
+class Context:
+    """Settings, warehouse, catalog and a lazily built Spark session and storage for one
+    command."""
+
+    def __init__(self, warehouse: Path | None, catalog: Path | None, backend: str | None):
         from .warehouse import Warehouse
 
-        self.warehouse = Warehouse.from_env(warehouse)
-        try:
-            self.catalog = load_catalog(catalog)
-        except CatalogError as exc:
-            _fail(str(exc))
+        self.settings = load_settings()
+        self.warehouse = Warehouse.at(warehouse or self.settings.warehouse)
+        self.catalog = _catalog(self.settings, catalog)
         self._backend = backend
         self._storage = None
 
@@ -52,13 +76,15 @@ class Context:
             from .storage import open_storage
 
             with console.status("starting Spark..."):
-                self._storage = open_storage(get_spark(), self._backend)
+                self._storage = open_storage(get_spark(settings=self.settings), self._backend,
+                                             self.settings)
         return self._storage
 
     def replay(self):
         from .replay import Replay
 
-        return Replay(self.storage.spark, self.storage, self.warehouse, self.catalog)
+        return Replay(self.storage.spark, self.storage, self.warehouse, self.catalog,
+                      settings=self.settings)
 
 
 @app.command()
@@ -69,24 +95,21 @@ def generate(
     seed: Annotated[int, typer.Option(help="Random seed")] = 1,
     commits: Annotated[int, typer.Option(help="Number of Delta commits")] = 10,
     replace: Annotated[bool, typer.Option(help="Overwrite an existing recording")] = False,
-    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Write a deterministic synthetic recording as several Delta commits."""
     from .recordings.generators import GENERATORS
-    from .recordings.store import RecordingExists, generate_recording
+    from .recordings.store import generate_recording
 
     if kind not in GENERATORS:
         _fail(f"unknown generator {kind!r}; expected one of {', '.join(sorted(GENERATORS))}")
     ctx = Context(warehouse, catalog, backend)
-    with _progress() as progress:
+    with _progress(ctx.settings) as progress:
         task = progress.add_task(f"generate {kind}", total=commits)
-        try:
-            versions = generate_recording(
-                ctx.storage, ctx.warehouse, ctx.catalog, kind, keys=keys, events=events,
-                seed=seed, commits=commits, replace=replace,
-                on_commit=lambda i: progress.update(task, completed=i + 1))
-        except (RecordingExists, ValueError) as exc:
-            _fail(str(exc))
+        versions = generate_recording(
+            ctx.storage, ctx.warehouse, ctx.catalog, kind, keys=keys, events=events,
+            seed=seed, commits=commits, replace=replace,
+            on_commit=lambda i: progress.update(task, completed=i + 1))
     for name, version in versions.items():
         console.print(f"{name}: version {version} at {ctx.warehouse.recording(name)}")
 
@@ -95,18 +118,14 @@ def generate(
 def record(
     name: Annotated[str, typer.Argument(help="Recording name (schemas/recordings/NAME.yaml)")],
     files: Annotated[list[Path], typer.Argument(help="CSV, JSONL or Parquet files")],
-    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Append files to a recording, one commit each; rows that do not fit are quarantined."""
-    from .recordings.ingest import IngestError
     from .recordings.store import record_files
 
     ctx = Context(warehouse, catalog, backend)
-    try:
-        spec = ctx.catalog.recording(name)
-        reports = record_files(ctx.storage, ctx.warehouse, spec, files)
-    except (KeyError, IngestError) as exc:
-        _fail(str(exc).strip("'\""))
+    spec = ctx.catalog.recording(name)
+    reports = record_files(ctx.storage, ctx.warehouse, spec, files)
     table = Table("file", "rows", "recorded", "quarantined", "version", title=f"record {name}")
     for r in reports:
         table.add_row(r.source, str(r.rows), str(r.recorded), str(r.quarantined),
@@ -127,22 +146,17 @@ def replay(
         help="Run id; an existing run is resumed from its last committed batch")] = None,
     version: Annotated[int | None, typer.Option(help="Recording version (default latest)")]
         = None,
-    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Replay a query over its recording, batch by batch; resumes an interrupted run."""
-    from .replay import ReplayError
-
     ctx = Context(warehouse, catalog, backend)
     runner = ctx.replay()
-    try:
-        info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
-    except (KeyError, ValueError, ReplayError, CatalogError) as exc:
-        _fail(str(exc).strip("'\""))
+    info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
     done = runner.manifest(info.run_id).num_rows
     console.print(f"run [bold]{info.run_id}[/]: {info.recording} v{info.input_version}, "
                   f"{info.total} events, plan {info.plan} -> {info.batches} batches"
                   + (f" (resuming after {done} committed)" if done else ""))
-    with _progress() as progress:
+    with _progress(ctx.settings) as progress:
         task = progress.add_task("replay", total=info.batches + 1, completed=done)
         manifest = runner.run(info, on_batch=lambda r: progress.update(task, advance=1))
     print_manifest_summary(info.run_id, manifest.to_pandas())
@@ -163,17 +177,13 @@ def print_manifest_summary(run_id: str, m) -> None:
 def validate(
     run_id: Annotated[str, typer.Argument(help="Run id (see `reprise runs`)")],
     show: Annotated[int, typer.Option(help="How many differing rows to print")] = 10,
-    warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Compare a run's output with the naive reference; exit 1 on any difference."""
-    from .replay import ReplayError
     from .validate import validate_run
 
     ctx = Context(warehouse, catalog, backend)
-    try:
-        report = validate_run(ctx.replay(), ctx.catalog, run_id)
-    except ReplayError as exc:
-        _fail(str(exc))
+    report = validate_run(ctx.replay(), ctx.catalog, run_id)
     d = report.diff
     table = Table("check", "result", title=f"validate {run_id}")
     table.add_row("output rows (replay / reference)",
@@ -214,25 +224,21 @@ def analyze(
     query: Annotated[str | None, typer.Option(
         "--query", help="Analyse this spj query of the catalog (instead of SQL and --schema)")]
         = None,
-    catalog: Catalog_ = Path("schemas"),
+    catalog: Catalog_ = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON")] = False,
 ) -> None:
     """Decide whether an SPJ query runs in bounded memory, and explain the verdict."""
     import json
 
-    from engine.spj import SpjError
     from engine.spj import analyze as analyze_query
 
     if query is not None:
-        sql, schemas, stamps = _catalog_spj(catalog, query)
+        sql, schemas, stamps = _catalog_spj(_catalog(load_settings(), catalog), query)
     elif sql is None or not schema:
         _fail("give a SQL query with --schema for each stream, or --query NAME of the catalog")
     else:
         schemas, stamps = _cli_schemas(schema, timestamp or [])
-    try:
-        result = analyze_query(sql, schemas, stamps or None)
-    except SpjError as exc:
-        _fail(str(exc))
+    result = analyze_query(sql, schemas, stamps or None)
     if as_json:
         print(json.dumps(result.to_json(), indent=1, default=str))
         return
@@ -250,8 +256,6 @@ def analyze(
 def _cli_schemas(schema: list[str], timestamp: list[str]
                  ) -> tuple[dict[str, list[str]], dict[str, str]]:
     """``--schema S(A,B)`` and ``--timestamp S.ts`` options as analyser arguments."""
-    import re
-
     schemas: dict[str, list[str]] = {}
     for text in schema:
         m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(([^)]*)\)\s*", text)
@@ -267,18 +271,14 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
     return schemas, stamps
 
 
-def _catalog_spj(catalog: Path, name: str) -> tuple[str, dict, dict | None]:
+def _catalog_spj(cat: Catalog, name: str) -> tuple[str, dict, dict | None]:
     """SQL, stream schemas and timestamps of the catalog's spj query ``name``."""
     from engine.spj.stream import spj_schemas, spj_settings
 
-    try:
-        cat = load_catalog(catalog)
-        spec = cat.query(name)
-        if spec.kind != "spj":
-            _fail(f"query {name!r} is a {spec.kind} query, not spj")
-        sql, stamps, _ = spj_settings(spec)
-    except (CatalogError, KeyError) as exc:
-        _fail(str(exc).strip("'\""))
+    spec = cat.query(name)
+    if spec.kind != "spj":
+        _fail(f"query {name!r} is a {spec.kind} query, not spj")
+    sql, stamps, _ = spj_settings(spec)
     return sql, spj_schemas(spec, cat.recordings), stamps
 
 
@@ -287,14 +287,14 @@ def runs(warehouse: Warehouse_ = None) -> None:
     """List the runs in the warehouse."""
     from .warehouse import Warehouse
 
-    for run_id in Warehouse.from_env(warehouse).runs():
+    for run_id in Warehouse.at(warehouse or load_settings().warehouse).runs():
         console.print(run_id)
 
 
-def _progress() -> Progress:
+def _progress(settings: Settings) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=False,
-                    disable=not sys.stdout.isatty() and os.environ.get("REPRISE_PROGRESS") != "1")
+                    disable=not sys.stdout.isatty() and not settings.progress)
 
 
 if __name__ == "__main__":

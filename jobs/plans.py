@@ -9,9 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.catalog import BatchSpec, CatalogError, parse_duration_us
+from engine.errors import RepriseError
 
 PLAN_HELP = ("commit | rows:N | time:DURATION (e.g. time:1h) | cuts:S1,S2,... "
              "(arrival sequence numbers)")
+
+
+class PlanError(RepriseError):
+    """A batch plan that cannot be used; the message says what is expected."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class InputFile:
 
 
 def parse_plan(text: str) -> BatchSpec:
-    """Parse a ``--plan`` value; a bad value raises ValueError that says what is expected."""
+    """Parse a ``--plan`` value; a bad value raises PlanError that says what is expected."""
     kind, _, arg = text.strip().partition(":")
     try:
         if kind == "commit" and not arg:
@@ -47,7 +52,7 @@ def parse_plan(text: str) -> BatchSpec:
             return BatchSpec(by="cuts", cuts=cuts)
     except (ValueError, CatalogError):
         pass
-    raise ValueError(f"invalid batch plan {text!r}; expected {PLAN_HELP}")
+    raise PlanError(f"invalid batch plan {text!r}; expected {PLAN_HELP}")
 
 
 def commit_cuts(files: list[InputFile], total: int) -> list[int]:
@@ -67,7 +72,7 @@ def row_cuts(rows: int, total: int) -> list[int]:
 def explicit_cuts(cuts: tuple[int, ...], total: int) -> list[int]:
     """Explicit interior cut points, checked against the input size."""
     if any(c > total for c in cuts):
-        raise ValueError(f"cut point {max(cuts)} is past the end of the input ({total} events)")
+        raise PlanError(f"cut point {max(cuts)} is past the end of the input ({total} events)")
     return [0, *cuts, total]
 
 

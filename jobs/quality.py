@@ -17,8 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from engine.errors import RepriseError
 
-class ExpectationError(ValueError):
+
+class ExpectationError(RepriseError):
     """An expectation in a query file is unknown or malformed (names the file and the entry)."""
 
 

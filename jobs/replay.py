@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine.catalog import BatchSpec, Catalog, QuerySpec
+from engine.errors import RepriseError
 from engine.operator import SEQ, TIME, KeyedOperator
 from engine.registry import input_recording, operator_for
 
@@ -42,6 +43,7 @@ from .keyed import (
     execute_step,
 )
 from .merged import merge_inputs
+from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
 
@@ -54,7 +56,7 @@ MANIFEST_SCHEMA = pa.schema([
 ])
 
 
-class ReplayError(RuntimeError):
+class ReplayError(RepriseError):
     """A replay cannot start or continue; the message says why and what to do."""
 
 
@@ -141,16 +143,23 @@ class Replay:
     storage: DeltaStorage
     warehouse: Warehouse
     catalog: Catalog
+    settings: Settings = field(default_factory=load_settings)
     #: Consecutive batches run by one Spark job (each commits its tables on its own; their
-    #: manifest rows are committed together).
-    batches_per_job: int = field(
-        default_factory=lambda: int(os.environ.get("REPRISE_BATCHES_PER_JOB", "32")))
+    #: manifest rows are committed together); default ``settings.batches_per_job``.
+    batches_per_job: int = 0
     #: Upper bound on the events of one Spark job (bounds worker memory).
     rows_per_job: int = 2_000_000
     #: ``direct``: each bucket's task reads the input files itself (no shuffle; every task reads
     #: the range); ``spark``: Spark reads and shuffles the events to the buckets. Queries with
-    #: derived columns always use ``spark``.
-    exchange: str = field(default_factory=lambda: os.environ.get("REPRISE_EXCHANGE", "direct"))
+    #: derived columns always use ``spark``. Default ``settings.exchange``.
+    exchange: str = ""
+    #: Called with the run id and a group's batches after the group's table commits and before
+    #: its manifest commit (the crash tests kill the process there).
+    before_manifest: Callable[[str, list[int]], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.batches_per_job = self.batches_per_job or self.settings.batches_per_job
+        self.exchange = self.exchange or self.settings.exchange
 
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
@@ -298,8 +307,8 @@ class Replay:
             steps = execute_step(plan, events, info.buckets)
         reports, rows, state_version = self._commit_group(info, tables, schemas, group, bounds,
                                                           steps, live, state_version, started)
-        if os.environ.get("REPRISE_CRASH_BEFORE_MANIFEST") in {f"{info.run_id}/{b}" for b in group}:
-            os.kill(os.getpid(), 9)  # fault injection for tests: die before the manifest commit
+        if self.before_manifest is not None:
+            self.before_manifest(info.run_id, group)
         self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
                           Txn(f"{info.run_id}/manifest", group[-1]), _meta(info, group[-1]))
         return reports, state_version

@@ -1,12 +1,8 @@
 """The one place that builds SparkSessions for Reprise.
 
 Defaults suit a laptop or CI box (``local[*]``, UTC, few shuffle partitions). Everything can be
-overridden from the environment:
-
-``REPRISE_SPARK_MASTER``   master URL (default ``local[*]``)
-``REPRISE_SPARK_CONF``     extra conf, ``key=value`` pairs separated by ``;``
-``REPRISE_DELTA_JARS``     comma-separated local paths of the Delta Spark jars (native Delta)
-``REPRISE_DELTA_PACKAGES`` Maven coordinates of Delta (for machines that reach Maven)
+overridden through :class:`~jobs.settings.Settings` (``REPRISE_SPARK_MASTER``,
+``REPRISE_SPARK_CONF``, ``REPRISE_DELTA_JARS``, ``REPRISE_DELTA_PACKAGES``).
 """
 
 from __future__ import annotations
@@ -16,6 +12,8 @@ import sys
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
+
+from .settings import Settings, SettingsError, load_settings
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -35,12 +33,12 @@ def _local_cores(master: str) -> int | None:
 
 
 def parse_conf(text: str) -> dict[str, str]:
-    """Parse ``"a=1; b=2"`` into a dict; a malformed pair raises ValueError naming it."""
+    """Parse ``"a=1; b=2"`` into a dict; a malformed pair raises SettingsError naming it."""
     conf: dict[str, str] = {}
     for pair in filter(None, (p.strip() for p in text.split(";"))):
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"REPRISE_SPARK_CONF: expected key=value, got {pair!r}")
+            raise SettingsError(f"REPRISE_SPARK_CONF: expected key=value, got {pair!r}")
         conf[key.strip()] = value.strip()
     return conf
 
@@ -51,10 +49,10 @@ def delta_jars_configured(conf: Mapping[str, str]) -> bool:
 
 
 def session_conf(master: str | None = None, conf: Mapping[str, str] | None = None,
-                 env: Mapping[str, str] | None = None) -> tuple[str, dict[str, str]]:
-    """Resolve the master URL and the full conf from defaults, environment and explicit values."""
-    env = os.environ if env is None else env
-    master = master or env.get("REPRISE_SPARK_MASTER") or "local[*]"
+                 settings: Settings | None = None) -> tuple[str, dict[str, str]]:
+    """Resolve the master URL and the full conf from defaults, settings and explicit values."""
+    settings = load_settings() if settings is None else settings
+    master = master or settings.spark_master
     resolved = {
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
@@ -72,11 +70,11 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.sql.shuffle.partitions"] = str(max(2, cores))
         resolved["spark.default.parallelism"] = str(max(2, cores))
         resolved["spark.driver.memory"] = "4g"
-    if env.get("REPRISE_DELTA_JARS"):
-        resolved["spark.jars"] = env["REPRISE_DELTA_JARS"]
-    if env.get("REPRISE_DELTA_PACKAGES"):
-        resolved["spark.jars.packages"] = env["REPRISE_DELTA_PACKAGES"]
-    resolved.update(parse_conf(env.get("REPRISE_SPARK_CONF", "")))
+    if settings.delta_jars:
+        resolved["spark.jars"] = settings.delta_jars
+    if settings.delta_packages:
+        resolved["spark.jars.packages"] = settings.delta_packages
+    resolved.update(parse_conf(settings.spark_conf))
     resolved.update(conf or {})
     if delta_jars_configured(resolved):
         for key, value in DELTA_CONF.items():
@@ -84,10 +82,11 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     return master, resolved
 
 
-def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
+              settings: Settings | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it from :func:`session_conf` if needed."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    master, resolved = session_conf(master, conf)
+    master, resolved = session_conf(master, conf, settings)
     builder = SparkSession.builder.master(master).appName("reprise")
     for key, value in resolved.items():
         builder = builder.config(key, value)

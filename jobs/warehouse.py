@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +13,9 @@ class Warehouse:
     root: Path
 
     @classmethod
-    def from_env(cls, root: str | Path | None = None) -> Warehouse:
-        """``root``, else ``REPRISE_WAREHOUSE``, else ``./warehouse``."""
-        return cls(Path(root or os.environ.get("REPRISE_WAREHOUSE") or "warehouse").resolve())
+    def at(cls, root: str | Path) -> Warehouse:
+        """The warehouse at ``root`` (made absolute)."""
+        return cls(Path(root).resolve())
 
     def recording(self, name: str) -> str:
         return str(self.root / "recordings" / name)

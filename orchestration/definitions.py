@@ -6,21 +6,21 @@ Loading starts no Spark session; resources start it on first use. The catalog di
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
 from engine.catalog import load_catalog
+from jobs.settings import load_settings
 
 from .assets import build_assets
 from .automation import build_jobs, build_sensor, nightly_schedule
 from .checks import build_checks
-from .resources import PROJECT_ROOT, default_resources
+from .resources import default_resources
 
 
 def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
-    """Definitions for the catalog at ``catalog_dir``."""
-    catalog_dir = catalog_dir or os.environ.get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))
+    """Definitions for the catalog at ``catalog_dir`` (default: the settings' catalog)."""
+    settings = load_settings()
+    catalog_dir = catalog_dir or str(settings.catalog)
     catalog = load_catalog(catalog_dir)
     assets = build_assets(catalog)
     replayable = {a.key.path[-1] for a in assets if a.key.path[0] == "replays"}
@@ -30,7 +30,7 @@ def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=assets, asset_checks=checks, jobs=build_jobs(catalog, groups),
         schedules=[nightly_schedule()], sensors=[build_sensor(catalog, replayable)],
-        resources=default_resources(catalog_dir), executor=dg.in_process_executor)
+        resources=default_resources(catalog_dir, settings), executor=dg.in_process_executor)
 
 
 defs = build_definitions()

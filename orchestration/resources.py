@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from jobs.settings import Settings, load_settings
 
 
 class SparkResource(dg.ConfigurableResource):
     """The process's SparkSession, started on first use (master and conf configurable)."""
 
-    master: str | None = None  # default: REPRISE_SPARK_MASTER or local[*]
+    master: str | None = None  # default: the settings' (REPRISE_SPARK_MASTER)
     conf: dict[str, str] = Field(default_factory=dict)
 
     _session = PrivateAttr(default=None)
@@ -30,16 +27,16 @@ class SparkResource(dg.ConfigurableResource):
 class WarehouseResource(dg.ConfigurableResource):
     """Where recordings and runs live, the catalog directory and the Delta backend."""
 
-    root: str | None = None  # default: REPRISE_WAREHOUSE or ./warehouse
-    catalog: str = str(PROJECT_ROOT / "schemas")
-    backend: str = "auto"  # auto | delta-rs | delta-spark
+    root: str
+    catalog: str
+    backend: str  # auto | delta-rs | delta-spark
 
     _storage = PrivateAttr(default=None)
 
     def warehouse(self):
         from jobs.warehouse import Warehouse
 
-        return Warehouse.from_env(self.root)
+        return Warehouse.at(self.root)
 
     def load_catalog(self):
         from engine.catalog import load_catalog
@@ -60,12 +57,14 @@ class WarehouseResource(dg.ConfigurableResource):
                       self.load_catalog())
 
 
-def default_resources(catalog: str | None = None) -> dict[str, dg.ConfigurableResource]:
-    """Resources configured from the environment (see README, Configuration)."""
+def default_resources(catalog: str | None = None, settings: Settings | None = None
+                      ) -> dict[str, dg.ConfigurableResource]:
+    """Resources configured from ``settings`` (default: the environment's; see README,
+    Configuration); ``catalog`` overrides the settings' catalog directory."""
+    settings = load_settings() if settings is None else settings
     return {
-        "spark": SparkResource(),
+        "spark": SparkResource(master=settings.spark_master),
         "warehouse": WarehouseResource(
-            root=os.environ.get("REPRISE_WAREHOUSE"),
-            catalog=catalog or os.environ.get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas")),
-            backend=os.environ.get("REPRISE_DELTA_BACKEND", "auto")),
+            root=str(settings.warehouse), catalog=catalog or str(settings.catalog),
+            backend=settings.delta_backend),
     }

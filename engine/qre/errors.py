@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import RepriseError
 
-class QREError(Exception):
+
+class QREError(RepriseError):
     """Base class of every error raised by ``engine.qre``."""
 
 

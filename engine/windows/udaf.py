@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RepriseError
 from ..qre.errors import QRESyntaxError
 from ..qre.expr import FUNCTIONS, ExprParser, Tree, render
 from ..qre.lexer import TokenStream, tokenize
@@ -36,7 +37,7 @@ _CMP: dict[str, Callable[..., Any]] = {
 PARTS = {"init": None, "add": 2, "merge": 2, "finish": 1}
 
 
-class UdafError(ValueError):
+class UdafError(RepriseError):
     """A udaf declaration is invalid; ``part`` names the offending part (init/add/...)."""
 
     def __init__(self, part: str, problem: str):

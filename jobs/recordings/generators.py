@@ -15,7 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.errors import RepriseError
+
 _TS = pa.timestamp("us", tz="UTC")
+
+
+class GeneratorError(RepriseError):
+    """Generator arguments that cannot be used; the message names the argument."""
+
 
 VITALS_SCHEMA = pa.schema([("patient_id", pa.string()), ("ts", _TS),
                            ("heart_rate", pa.int64()), ("spo2", pa.int64())])
@@ -200,7 +207,7 @@ def _parse_start(start: str) -> int:
     try:
         moment = datetime.fromisoformat(start)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"start must be an ISO-8601 timestamp, got {start!r}") from exc
+        raise GeneratorError(f"start must be an ISO-8601 timestamp, got {start!r}") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
@@ -208,18 +215,18 @@ def _parse_start(start: str) -> int:
 
 def _check_int(name: str, value: object, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise GeneratorError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def generate(kind: str, *, keys: int, events: int, seed: int, commits: int = 10,
              start: str = "2026-01-01T00:00:00Z") -> Generated:
     """Generate recording ``kind`` deterministically from the arguments.
 
-    Raises ValueError naming the bad argument (unknown kind listing known ones, keys<1, events<0,
-    commits<1, seed<0, or a start that is not an ISO-8601 timestamp).
+    Raises GeneratorError naming the bad argument (unknown kind listing known ones, keys<1,
+    events<0, commits<1, seed<0, or a start that is not an ISO-8601 timestamp).
     """
     if kind not in GENERATORS:
-        raise ValueError(f"kind: unknown recording kind {kind!r} "
+        raise GeneratorError(f"kind: unknown recording kind {kind!r} "
                          f"(known: {', '.join(sorted(GENERATORS))})")
     _check_int("keys", keys, 1)
     _check_int("events", events, 0)

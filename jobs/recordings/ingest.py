@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.catalog import COLUMN_TYPES, RecordingSpec
+from engine.errors import RepriseError
 
 QUARANTINE_SCHEMA = pa.schema([
     pa.field("source", pa.string()),
@@ -50,7 +51,7 @@ class IngestResult:
         return self.good.num_rows + self.quarantined.num_rows
 
 
-class IngestError(ValueError):
+class IngestError(RepriseError):
     """A whole file cannot be ingested; the message names the file and the problem."""
 
     def __init__(self, source: str, problem: str):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.catalog import Catalog, RecordingSpec
+from engine.errors import RepriseError
 
 from ..storage import DeltaStorage
 from ..warehouse import Warehouse
@@ -14,7 +15,7 @@ from .generators import generate
 from .ingest import QUARANTINE_SCHEMA, read_file
 
 
-class RecordingExists(RuntimeError):
+class RecordingExists(RepriseError):
     """``generate`` would replace an existing recording without ``replace=True``."""
 
 

@@ -10,6 +10,8 @@ from typing import Literal
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.errors import RepriseError
+
 WriteMode = Literal["append", "overwrite"]
 
 #: Column names added by :meth:`DeltaStorage.read_positioned`.
@@ -17,7 +19,7 @@ FILE_COLUMN = "__file"
 ROW_COLUMN = "__row"
 
 
-class StorageError(RuntimeError):
+class StorageError(RepriseError):
     """A Delta table cannot be read or written as asked; the message names the table."""
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from pyspark.sql import SparkSession
 
+from ..settings import Settings, SettingsError, load_settings
 from ..spark import delta_jars_loadable
 from .base import DeltaStorage
 from .delta_rs import DeltaRsStorage
@@ -14,15 +13,16 @@ from .delta_spark import DeltaSparkStorage
 BACKENDS = ("auto", "delta-rs", "delta-spark")
 
 
-def open_storage(spark: SparkSession, backend: str | None = None) -> DeltaStorage:
-    """Storage for ``backend`` (default: ``REPRISE_DELTA_BACKEND`` or ``auto``)."""
-    backend = backend or os.environ.get("REPRISE_DELTA_BACKEND", "auto")
+def open_storage(spark: SparkSession, backend: str | None = None,
+                 settings: Settings | None = None) -> DeltaStorage:
+    """Storage for ``backend`` (default: the settings' ``REPRISE_DELTA_BACKEND``)."""
+    backend = backend or (load_settings() if settings is None else settings).delta_backend
     if backend not in BACKENDS:
-        raise ValueError(f"unknown Delta backend {backend!r}; "
-                         f"expected one of {', '.join(BACKENDS)}")
+        raise SettingsError(f"unknown Delta backend {backend!r}; "
+                            f"expected one of {', '.join(BACKENDS)}")
     if backend == "delta-spark" and not delta_jars_loadable(spark):
-        raise RuntimeError("Delta backend 'delta-spark' was asked for but the Delta jars are not "
-                           "loaded: set REPRISE_DELTA_JARS to the jar paths (see README)")
+        raise SettingsError("Delta backend 'delta-spark' was asked for but the Delta jars are "
+                            "not loaded: set REPRISE_DELTA_JARS to the jar paths (see README)")
     if backend == "delta-spark" or (backend == "auto" and delta_jars_loadable(spark)):
         return DeltaSparkStorage(spark)
     return DeltaRsStorage(spark)

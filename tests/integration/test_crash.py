@@ -20,13 +20,27 @@ PLAN = "rows:2000"
 PER_JOB = "3"
 
 
-def start_replay(warehouse: Path, run_id: str, extra_env: dict | None = None):
-    env = {**os.environ, "REPRISE_WAREHOUSE": str(warehouse), "REPRISE_BATCHES_PER_JOB": PER_JOB,
-           **(extra_env or {})}
+def start_replay(warehouse: Path, run_id: str):
+    """``reprise replay`` in a process of its own."""
     return subprocess.Popen(
         [sys.executable, "-m", "jobs.cli", "replay", "vitals_hr_1m", "--plan", PLAN,
-         "--run-id", run_id], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+         "--run-id", run_id], cwd=ROOT, env=child_env(warehouse), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def start_replay_dying_before_manifest(warehouse: Path, run_id: str, batch: int):
+    """A replay in a process of its own that kills itself after the table commits of the job
+    holding ``batch`` and before its manifest commit (``crash_replay.py``)."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("crash_replay.py")), str(warehouse),
+         "vitals_hr_1m", PLAN, run_id, str(batch)], cwd=ROOT, env=child_env(warehouse),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def child_env(warehouse: Path) -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse),
+            "REPRISE_BATCHES_PER_JOB": PER_JOB}
 
 
 def committed_batches(warehouse: Path, run_id: str) -> int:
@@ -76,7 +90,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, storage, catalo
 
 def test_crash_between_table_commits_and_manifest(spark, storage, catalog, warehouse):
     replay = prepared(spark, storage, catalog, warehouse)
-    proc = start_replay(warehouse.root, "torn", {"REPRISE_CRASH_BEFORE_MANIFEST": "torn/3"})
+    proc = start_replay_dying_before_manifest(warehouse.root, "torn", 3)
     assert proc.wait(timeout=240) == -signal.SIGKILL
     # the job of batches 3-5 committed their tables but not their manifest rows
     assert committed_batches(warehouse.root, "torn") == 3

@@ -12,6 +12,7 @@ from helpers import events_table, small_catalog, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jobs.plans import PlanError
 from jobs.replay import Replay, ReplayError
 from jobs.validate import validate_run
 from jobs.warehouse import Warehouse
@@ -128,7 +129,7 @@ def test_run_id_reuse_with_other_plan_is_refused(spark, storage):
     replay.prepare("ev_w", plan="rows:5", run_id="r")
     with pytest.raises(ReplayError, match="uses plan"):
         replay.prepare("ev_w", plan="rows:7", run_id="r")
-    with pytest.raises(ValueError, match="invalid batch plan"):
+    with pytest.raises(PlanError, match="invalid batch plan"):
         replay.prepare("ev_w", plan="sometimes")
 
 

@@ -19,6 +19,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame
 
+from jobs.settings import SettingsError
 from jobs.spark import delta_jars_loadable
 from jobs.storage import (
     FILE_COLUMN,
@@ -364,7 +365,7 @@ def test_table_path_with_space_hash_and_plus(backend, spark, tmp_path):
 def test_open_storage_delta_spark_without_jars_names_the_variable(spark):
     if delta_jars_loadable(spark):
         pytest.skip("Delta jars are loaded: the missing-jars error cannot happen")
-    with pytest.raises(RuntimeError, match="REPRISE_DELTA_JARS"):
+    with pytest.raises(SettingsError, match="REPRISE_DELTA_JARS"):
         open_storage(spark, "delta-spark")
     assert open_storage(spark, "auto").name == "delta-rs"
 

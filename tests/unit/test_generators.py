@@ -14,6 +14,7 @@ from jobs.recordings.generators import (
     GENERATORS,
     VITALS_MAX_DISORDER_US,
     Generated,
+    GeneratorError,
     generate,
 )
 
@@ -223,11 +224,11 @@ def test_ticks_prices_volumes_and_order():
      ({"commits": 0}, "commits"), ({"seed": -3}, "seed"), ({"start": "yesterday"}, "start")])
 def test_bad_arguments_are_named(kwargs, name):
     args = {"kind": "vitals", "keys": 3, "events": 10, "seed": 1} | kwargs
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(GeneratorError, match=name):
         generate(args.pop("kind"), **args)
 
 
 def test_unknown_kind_lists_known_kinds():
-    with pytest.raises(ValueError, match="ads, ticks, vitals"):
+    with pytest.raises(GeneratorError, match="ads, ticks, vitals"):
         generate("weather", keys=1, events=1, seed=1)
     assert set(GENERATORS) == set(KINDS)

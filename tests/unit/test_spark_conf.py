@@ -6,14 +6,17 @@ import sys
 
 import pytest
 
+from jobs.settings import Settings, SettingsError
 from jobs.spark import DELTA_CONF, delta_jars_configured, parse_conf, session_conf
 from jobs.storage import BACKENDS, open_storage
 
 JARS = "/opt/jars/delta-spark_2.13-4.0.0.jar,/opt/jars/delta-storage-4.0.0.jar"
 
+env_settings = Settings.from_env  # the settings of an environment mapping
+
 
 def test_defaults():
-    master, conf = session_conf(env={})
+    master, conf = session_conf(settings=env_settings({}))
     assert master == "local[*]"
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"
@@ -34,7 +37,7 @@ def test_defaults():
     ("local[4,2]", "4"),
 ])
 def test_local_masters_get_few_shuffle_partitions(master, partitions):
-    resolved_master, conf = session_conf(master, env={})
+    resolved_master, conf = session_conf(master, settings=env_settings({}))
     assert resolved_master == master
     assert conf["spark.sql.shuffle.partitions"] == partitions
     assert conf["spark.default.parallelism"] == partitions
@@ -43,14 +46,15 @@ def test_local_masters_get_few_shuffle_partitions(master, partitions):
 
 def test_local_star_uses_the_cpu_count(monkeypatch):
     monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: 6)
-    assert session_conf("local[*]", env={})[1]["spark.sql.shuffle.partitions"] == "6"
+    partitions = "spark.sql.shuffle.partitions"
+    assert session_conf("local[*]", None, env_settings({}))[1][partitions] == "6"
     monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: None)
-    assert session_conf("local[*]", env={})[1]["spark.sql.shuffle.partitions"] == "2"
+    assert session_conf("local[*]", None, env_settings({}))[1][partitions] == "2"
 
 
 @pytest.mark.parametrize("master", ["spark://host:7077", "yarn", "k8s://https://k8s:6443"])
 def test_cluster_masters_get_no_local_defaults(master):
-    resolved_master, conf = session_conf(master, env={})
+    resolved_master, conf = session_conf(master, settings=env_settings({}))
     assert resolved_master == master
     for key in ("spark.sql.shuffle.partitions", "spark.default.parallelism",
                 "spark.driver.memory"):
@@ -61,7 +65,7 @@ def test_cluster_masters_get_no_local_defaults(master):
 def test_environment_overrides_master_and_conf():
     env = {"REPRISE_SPARK_MASTER": "local[3]",
            "REPRISE_SPARK_CONF": "a=1; b=2;spark.sql.session.timeZone = Europe/Paris"}
-    master, conf = session_conf(env=env)
+    master, conf = session_conf(settings=env_settings(env))
     assert master == "local[3]"
     assert conf["a"] == "1" and conf["b"] == "2"
     assert conf["spark.sql.session.timeZone"] == "Europe/Paris"
@@ -69,7 +73,7 @@ def test_environment_overrides_master_and_conf():
 
 
 def test_environment_master_from_env_cluster():
-    master, conf = session_conf(env={"REPRISE_SPARK_MASTER": "spark://host:7077"})
+    master, conf = session_conf(settings=env_settings({"REPRISE_SPARK_MASTER": "spark://host:7077"}))
     assert master == "spark://host:7077"
     assert "spark.sql.shuffle.partitions" not in conf
 
@@ -77,12 +81,13 @@ def test_environment_master_from_env_cluster():
 def test_explicit_values_win_over_environment():
     env = {"REPRISE_SPARK_MASTER": "spark://host:7077",
            "REPRISE_SPARK_CONF": "a=1;spark.driver.memory=8g"}
-    master, conf = session_conf("local[2]", {"a": "explicit", "spark.driver.memory": "1g"}, env)
+    master, conf = session_conf("local[2]", {"a": "explicit", "spark.driver.memory": "1g"},
+                                 env_settings(env))
     assert master == "local[2]"
     assert conf["a"] == "explicit"
     assert conf["spark.driver.memory"] == "1g"
     # Explicit conf also beats the built-in defaults.
-    _, conf = session_conf("local[2]", {"spark.sql.shuffle.partitions": "7"}, env={})
+    _, conf = session_conf("local[2]", {"spark.sql.shuffle.partitions": "7"}, env_settings({}))
     assert conf["spark.sql.shuffle.partitions"] == "7"
 
 
@@ -98,16 +103,16 @@ def test_parse_conf():
 @pytest.mark.parametrize(("text", "bad"), [("a=1; oops", "oops"), ("=1", "=1"),
                                             ("a=1;  =2 ;b=3", "=2")])
 def test_malformed_conf_pair_raises_naming_it(text, bad):
-    with pytest.raises(ValueError, match="key=value") as info:
+    with pytest.raises(SettingsError, match="key=value") as info:
         parse_conf(text)
     assert repr(bad) in str(info.value)
-    with pytest.raises(ValueError) as info:
-        session_conf(env={"REPRISE_SPARK_CONF": text})
+    with pytest.raises(SettingsError) as info:
+        session_conf(settings=env_settings({"REPRISE_SPARK_CONF": text}))
     assert repr(bad) in str(info.value)
 
 
 def test_delta_jars_add_jars_and_delta_conf():
-    _, conf = session_conf(env={"REPRISE_DELTA_JARS": JARS})
+    _, conf = session_conf(settings=env_settings({"REPRISE_DELTA_JARS": JARS}))
     assert conf["spark.jars"] == JARS
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.catalog.spark_catalog"] == (
@@ -117,7 +122,8 @@ def test_delta_jars_add_jars_and_delta_conf():
 
 
 def test_delta_packages_add_delta_conf():
-    _, conf = session_conf(env={"REPRISE_DELTA_PACKAGES": "io.delta:delta-spark_2.13:4.0.0"})
+    _, conf = session_conf(
+        settings=env_settings({"REPRISE_DELTA_PACKAGES": "io.delta:delta-spark_2.13:4.0.0"}))
     assert conf["spark.jars.packages"] == "io.delta:delta-spark_2.13:4.0.0"
     assert "spark.jars" not in conf
     assert conf["spark.sql.extensions"] == DELTA_CONF["spark.sql.extensions"]
@@ -126,13 +132,14 @@ def test_delta_packages_add_delta_conf():
 def test_delta_conf_can_be_overridden():
     _, conf = session_conf(
         conf={"spark.databricks.delta.properties.defaults.enableDeletionVectors": "true"},
-        env={"REPRISE_DELTA_JARS": JARS})
+        settings=env_settings({"REPRISE_DELTA_JARS": JARS}))
     assert conf["spark.databricks.delta.properties.defaults.enableDeletionVectors"] == "true"
     assert conf["spark.sql.catalog.spark_catalog"] == DELTA_CONF["spark.sql.catalog.spark_catalog"]
 
 
 def test_unrelated_jars_do_not_enable_delta():
-    _, conf = session_conf(env={"REPRISE_SPARK_CONF": "spark.jars=/opt/other.jar"})
+    _, conf = session_conf(
+        settings=env_settings({"REPRISE_SPARK_CONF": "spark.jars=/opt/other.jar"}))
     assert conf["spark.jars"] == "/opt/other.jar"
     assert not delta_jars_configured(conf)
     for key in DELTA_CONF:
@@ -150,7 +157,7 @@ def test_session_conf_reads_os_environ_by_default(monkeypatch):
 
 
 def test_open_storage_rejects_unknown_backend():
-    with pytest.raises(ValueError, match="'nope'") as info:
+    with pytest.raises(SettingsError, match="'nope'") as info:
         open_storage(None, "nope")  # rejected before the session is touched
     for name in BACKENDS:
         assert name in str(info.value)

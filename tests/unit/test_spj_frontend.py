@@ -57,8 +57,8 @@ def test_unsupported_sql_names_construct_and_position(sql: str, needle: str) -> 
     assert needle in msg and ("line 1, column" in msg or "'" in msg), msg
 
 
-def test_errors_are_value_errors_with_positions() -> None:
-    with pytest.raises(ValueError, match=r"OR .*line 1, column 27"):
+def test_errors_are_spj_errors_with_positions() -> None:
+    with pytest.raises(SpjError, match=r"OR .*line 1, column 27"):
         parse("SELECT A FROM S WHERE A = 1 OR B = 2", ST)
     with pytest.raises(SpjError, match="syntax error at line 1"):
         parse("SELECT A FROM WHERE", ST)
