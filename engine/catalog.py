@@ -25,8 +25,6 @@ COLUMN_TYPES: dict[str, pa.DataType] = {
     "timestamp": pa.timestamp("us", tz="UTC"),
 }
 
-QUERY_KINDS = ("qre", "spj", "window")
-
 _DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|m|h|d)\s*$")
 _UNIT_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000,
             "d": 86_400_000_000}
@@ -201,21 +199,22 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise CatalogError(source, "name", f"{name!r} must be an identifier (letters, digits, _)")
     kind = _require(doc, "kind", source)
-    if kind not in QUERY_KINDS:
-        raise CatalogError(source, "kind",
-                           f"expected one of {', '.join(QUERY_KINDS)}, got {kind!r}")
-    if kind == "spj":
-        inputs = _require(doc, "inputs", source, dict)
-    else:
+    from .registry import family_of  # the registry imports the families, which import this
+
+    single = family_of(kind, source).single_input
+    if single:
         inputs = {"input": _require(doc, "input", source)}
+    else:
+        inputs = _require(doc, "inputs", source, dict)
     for alias, rec in inputs.items():
         if rec not in recordings:
-            fieldname = "input" if kind != "spj" else f"inputs.{alias}"
+            fieldname = "input" if single else f"inputs.{alias}"
             known = ", ".join(sorted(recordings)) or "none"
             raise CatalogError(source, fieldname, f"unknown recording {rec!r} (known: {known})")
     key = time = None
-    derived = _derived(doc.get("derive"), source, kind, recordings[next(iter(inputs.values()))])
-    if kind != "spj":
+    derived = _derived(doc.get("derive"), source, single,
+                       recordings[next(iter(inputs.values()))])
+    if single:
         rec = recordings[inputs["input"]]
         key = doc.get("key", rec.key)
         time = doc.get("time", rec.time)
@@ -236,15 +235,15 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
                      derived=derived, source=source, raw=doc)
 
 
-def _derived(value: Any, source: str, kind: str, rec: RecordingSpec
+def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
              ) -> dict[str, tuple[str, str]]:
     """``derive: {name: {sql: EXPR, type: T}}``: columns computed from the recording by Spark
     SQL expressions (over the whole pinned input, ``__seq`` being the arrival order)."""
     if value is None:
         return {}
-    if kind == "spj" or not isinstance(value, dict):
+    if not single_input or not isinstance(value, dict):
         raise CatalogError(source, "derive", "expected a mapping name: {sql: EXPR, type: T} "
-                           "(window and qre queries only)")
+                           "(queries of one input recording only)")
     out = {}
     for name, body in value.items():
         where = f"derive.{name}"

@@ -233,7 +233,10 @@ def analyze(
     from engine.spj import analyze as analyze_query
 
     if query is not None:
-        sql, schemas, stamps = _catalog_spj(_catalog(load_settings(), catalog), query)
+        from engine.spj.family import analysis_inputs
+
+        cat = _catalog(load_settings(), catalog)
+        sql, schemas, stamps = analysis_inputs(cat.query(query), cat.recordings)
     elif sql is None or not schema:
         _fail("give a SQL query with --schema for each stream, or --query NAME of the catalog")
     else:
@@ -269,17 +272,6 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
             _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
         stamps[stream] = attr
     return schemas, stamps
-
-
-def _catalog_spj(cat: Catalog, name: str) -> tuple[str, dict, dict | None]:
-    """SQL, stream schemas and timestamps of the catalog's spj query ``name``."""
-    from engine.spj.stream import spj_schemas, spj_settings
-
-    spec = cat.query(name)
-    if spec.kind != "spj":
-        _fail(f"query {name!r} is a {spec.kind} query, not spj")
-    sql, stamps, _ = spj_settings(spec)
-    return sql, spj_schemas(spec, cat.recordings), stamps
 
 
 @app.command()

@@ -29,7 +29,6 @@ from pyspark.sql import functions as F
 from engine.catalog import BatchSpec, Catalog, QuerySpec
 from engine.errors import RepriseError
 from engine.operator import SEQ, TIME, KeyedOperator
-from engine.registry import input_recording, operator_for
 
 from . import plans
 from .arrival import input_index, overlapping, sequenced
@@ -43,6 +42,7 @@ from .keyed import (
     execute_step,
 )
 from .merged import merge_inputs
+from .run_context import RunContext
 from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
@@ -164,9 +164,8 @@ class Replay:
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
         """Create the run (or load it, checking it matches) and return its description."""
-        query = self.catalog.query(query_name)
-        recording = input_recording(query, self.catalog.recordings)
-        op = operator_for(query, self.catalog.recordings)
+        ctx = self.context(query_name)
+        query, recording, op = ctx.query, ctx.recording, ctx.operator
         sources = self._pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan else query.batch
         fp = fingerprint(query, op)
@@ -183,15 +182,14 @@ class Replay:
             if plan and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
             return info
-        if query.kind == "spj":
+        if ctx.merged:
             input_path = self.warehouse.run_table(run_id, "input")
             pinned = merge_inputs(self.storage, self.warehouse, self.catalog, query, sources,
                                   recording, input_path, run_id)
         else:
             input_path, pinned = self.warehouse.recording(recording.name), sources["input"]
         files = input_index(self.storage, input_path, pinned)
-        cuts = resolve_cuts(self.storage, spec, files, input_path, pinned,
-                            query.time or recording.time)
+        cuts = resolve_cuts(self.storage, spec, files, input_path, pinned, ctx.time_column)
         buckets = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
@@ -204,6 +202,10 @@ class Replay:
         tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
         os.replace(tmp, run_file)
         return info
+
+    def context(self, query_name: str) -> RunContext:
+        """The run context of the catalog's query ``query_name``."""
+        return RunContext.of(self.catalog.query(query_name), self.catalog.recordings)
 
     def _exchange(self) -> str:
         if self.exchange not in ("direct", "spark"):
@@ -235,16 +237,13 @@ class Replay:
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None
             ) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest."""
-        query = self.catalog.query(info.query)
-        recording = input_recording(query, self.catalog.recordings)
-        op = operator_for(query, self.catalog.recordings)
+        ctx = self.context(info.query)
         done = self.manifest(info.run_id)
         batch = done.num_rows
         state_version = done.column("state_version")[-1].as_py() if done.num_rows else None
         while batch <= info.batches:
             group = self._group_of(info, batch)
-            reports, state_version = self._run_group(info, op, recording, query, group,
-                                                     state_version)
+            reports, state_version = self._run_group(info, ctx, group, state_version)
             for report in reports:
                 if on_batch:
                     on_batch(report)
@@ -269,15 +268,15 @@ class Replay:
     def _tables(self, info: RunInfo) -> dict[str, str]:
         return {k: self.warehouse.run_table(info.run_id, k) for k in (*KINDS, "manifest")}
 
-    def _run_group(self, info: RunInfo, op: KeyedOperator, recording, query: QuerySpec,
-                   group: list[int], state_version: int | None
-                   ) -> tuple[list[BatchReport], int | None]:
+    def _run_group(self, info: RunInfo, ctx: RunContext, group: list[int],
+                   state_version: int | None) -> tuple[list[BatchReport], int | None]:
+        op = ctx.operator
         started = time.perf_counter()  # manifest bookkeeping only
         tables = self._tables(info)
         finish = group[-1] == info.batches
         bounds = {b: (info.total, info.total) if b == info.batches else
                   (info.cuts[b], info.cuts[b + 1]) for b in group}
-        late_schema = op.late_schema(recording.arrow_schema())
+        late_schema = op.late_schema(ctx.recording.arrow_schema())
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
                    "state": op.state_codec.schema}
@@ -292,8 +291,8 @@ class Replay:
         for f in live:
             state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
-                        schemas=schemas, recording_columns=tuple(recording.columns),
-                        time_column=query.time or recording.time, state_files=state_files,
+                        schemas=schemas, recording_columns=tuple(ctx.recording.columns),
+                        time_column=ctx.time_column, state_files=state_files,
                         finish=finish)
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         if info.exchange == "direct":
@@ -303,7 +302,7 @@ class Replay:
             steps = execute_finish(self.spark, plan)
         else:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
-                               lo, hi, plan.time_column, query.derived)
+                               lo, hi, plan.time_column, ctx.query.derived)
             steps = execute_step(plan, events, info.buckets)
         reports, rows, state_version = self._commit_group(info, tables, schemas, group, bounds,
                                                           steps, live, state_version, started)

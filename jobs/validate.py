@@ -10,10 +10,10 @@ import pyarrow as pa
 
 from engine.catalog import Catalog
 from engine.operator import SEQ, TIME
-from engine.registry import input_recording, operator_for, reference_for
 
 from .arrival import sequenced
 from .replay import Replay, ReplayError, RunInfo, read_run
+from .run_context import RunContext
 
 #: Float columns compare with this tolerance (sums of floats depend on the addition order).
 REL_TOL = 1e-9
@@ -151,19 +151,15 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
         raise ReplayError(f"run {run_id!r} is incomplete ({len(manifest)} of {info.batches + 1} "
                           f"batches committed); resume it with `reprise replay {info.query} "
                           f"--run-id {run_id}` first")
-    query = catalog.query(info.query)
-    recording = input_recording(query, catalog.recordings)
-    time_column = query.time or recording.time
-    key = query.key or recording.key
+    ctx = RunContext.of(catalog.query(info.query), catalog.recordings)
     events_all = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
-                           info.total, time_column, query.derived).toPandas()
+                           info.total, ctx.time_column, ctx.query.derived).toPandas()
     events_all = events_all.sort_values(SEQ, kind="stable")
-    unplaceable = events_all[SEQ][events_all[key].isna() | events_all[TIME].isna()]
+    unplaceable = events_all[SEQ][events_all[ctx.key].isna() | events_all[TIME].isna()]
     events_pdf = events_all.drop(unplaceable.index)
     events_pdf[TIME] = events_pdf[TIME].astype("int64")
-    op = operator_for(query, catalog.recordings)
-    reference = reference_for(query, catalog.recordings, op, info.cuts)
-    reference_out, reference_late, reference_rejected = reference(events_pdf)
+    op = ctx.operator
+    reference_out, reference_late, reference_rejected = ctx.reference(info.cuts)(events_pdf)
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
     output = _micros(replay.storage.read_arrow(tables["output"]))

@@ -58,12 +58,12 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
                     description="Great Expectations suite of the query file plus schema/non-null")
     def quality(context: dg.AssetCheckExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        from engine.registry import operator_for
         from jobs.quality import build_expectations, run_suite
+        from jobs.run_context import RunContext
 
         replay = warehouse.replay(spark)
         run_id = latest_run_id(context, key)
-        op = operator_for(query, replay.catalog.recordings)
+        op = RunContext.of(query, replay.catalog.recordings).operator
         frame = op.final_view(replay.storage.read_arrow(
             replay.warehouse.run_table(run_id, "output")).to_pandas())
         expectations = build_expectations(query.expectations, list(frame.columns),

@@ -1,0 +1,37 @@
+"""The ``kind: qre`` family: the keyed QRE operator and its stream reference as a
+:class:`~engine.family.QueryFamily`."""
+
+from __future__ import annotations
+
+from ..catalog import QuerySpec, RecordingSpec
+from ..family import QueryFamily, Reference
+from ..operator import KeyedOperator
+from .stream import QreOperator, QreSpec, parse_qre_query, qre_reference
+
+
+class QreFamily(QueryFamily):
+    """Per-key quantitative regular expressions (``engine/qre/README.md``)."""
+
+    kind = "qre"
+
+    def parse(self, query: QuerySpec, recording: RecordingSpec) -> QreSpec:
+        return parse_qre_query(query, recording)
+
+    def operator(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                 ) -> KeyedOperator:
+        return QreOperator(self.parse(query, self.input_recording(query, recordings)),
+                           name=query.name)
+
+    def reference(self, query: QuerySpec, recordings: dict[str, RecordingSpec],
+                  op: KeyedOperator, cuts: list[int] | None) -> Reference:
+        spec = self.parse(query, self.input_recording(query, recordings))
+        return lambda events: qre_reference(events, spec)
+
+    def columns_read(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> tuple[str, ...]:
+        recording = self.input_recording(query, recordings)
+        spec = self.parse(query, recording)
+        return tuple(dict.fromkeys([spec.key, query.time or recording.time, *spec.fields]))
+
+
+FAMILY = QreFamily()

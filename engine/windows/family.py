@@ -1,0 +1,61 @@
+"""The ``kind: window`` family: the window operators and their reference as a
+:class:`~engine.family.QueryFamily`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..catalog import QuerySpec, RecordingSpec
+from ..family import QueryFamily, Reference
+from ..operator import KeyedOperator
+from .count import CountWindow
+from .reference import window_reference, window_updates_reference
+from .session import SessionWindow
+from .sliding import SlidingWindow
+from .spec import WindowSpec, parse_window_query
+from .tumbling import TumblingWindow
+
+#: Window type of the spec -> its operator.
+OPERATORS = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
+             "count": CountWindow}
+
+
+class WindowFamily(QueryFamily):
+    """Per-key event-time windows with aggregates (``engine/windows/README.md``)."""
+
+    kind = "window"
+
+    def parse(self, query: QuerySpec, recording: RecordingSpec) -> WindowSpec:
+        return parse_window_query(query, recording)
+
+    def operator(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                 ) -> KeyedOperator:
+        spec = self.parse(query, self.input_recording(query, recordings))
+        return OPERATORS[spec.kind](spec, name=query.name)
+
+    def reference(self, query: QuerySpec, recordings: dict[str, RecordingSpec],
+                  op: KeyedOperator, cuts: list[int] | None) -> Reference:
+        spec = self.parse(query, self.input_recording(query, recordings))
+        columns = op.output_schema.names
+
+        def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
+            if spec.emit == "updates":
+                if cuts is None:
+                    raise ValueError(f"{query.name}: the updates-mode reference needs the "
+                                     "batch plan")
+                rows, late = window_updates_reference(events, spec, cuts)
+                return pd.DataFrame(rows, columns=[*columns, "batch"]), late, []
+            rows, late = window_reference(events, spec)
+            return pd.DataFrame(rows, columns=columns), late, []
+
+        return run
+
+    def columns_read(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> tuple[str, ...]:
+        recording = self.input_recording(query, recordings)
+        spec = self.parse(query, recording)
+        return tuple(dict.fromkeys([spec.key, query.time or recording.time,
+                                    *spec.value_columns]))
+
+
+FAMILY = WindowFamily()

@@ -1,0 +1,69 @@
+"""The family registry: one family per catalog kind, each adapting its operator, reference,
+input and the columns a planner may keep; the run context built from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.catalog import CatalogError, load_catalog, parse_query, parse_recording
+from engine.registry import FAMILIES, QUERY_KINDS, family_of, operator_for
+from engine.spj.family import analysis_inputs
+from jobs.run_context import RunContext
+
+CATALOG = load_catalog(Path(__file__).resolve().parents[2] / "schemas")
+QUERIES = sorted(CATALOG.queries)
+
+
+def test_the_kinds_are_the_families_kinds_once_each():
+    kinds = [f.kind for f in FAMILIES]
+    assert sorted(kinds) == list(QUERY_KINDS) and len(set(kinds)) == len(kinds)
+    assert {q.kind for q in CATALOG.queries.values()} == set(QUERY_KINDS)
+
+
+def test_an_unknown_kind_names_the_file_field_and_the_known_kinds():
+    rec = parse_recording({"name": "ev", "key": "k", "time": "ts",
+                           "columns": {"k": "string", "ts": "timestamp"}})
+    with pytest.raises(CatalogError) as err:
+        parse_query({"name": "q", "kind": "select", "input": "ev", "query": "x"}, {"ev": rec},
+                    "q.yaml")
+    assert (err.value.source, err.value.field) == ("q.yaml", "kind")
+    assert all(kind in err.value.problem for kind in QUERY_KINDS)
+    with pytest.raises(CatalogError, match="select"):
+        family_of("select", "q.yaml")
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_run_context_of_every_catalog_query(name):
+    query = CATALOG.query(name)
+    ctx = RunContext.of(query, CATALOG.recordings)
+    assert ctx.family is family_of(query.kind)
+    assert ctx.key in ctx.recording.columns
+    assert ctx.recording.columns[ctx.time_column] == "timestamp"
+    assert ctx.operator.output_schema == ctx.family.output_schema(query, CATALOG.recordings)
+    assert ctx.operator.output_schema == operator_for(query, CATALOG.recordings).output_schema
+    read = ctx.family.columns_read(query, CATALOG.recordings)
+    assert set(read) <= set(ctx.recording.columns) and len(set(read)) == len(read)
+    assert ctx.key in read and ctx.time_column in read
+    if ctx.merged:  # several recordings merged into one input, every column kept
+        assert len(query.inputs) >= 1 and set(read) == set(ctx.recording.columns)
+    else:
+        assert ctx.recording.name == query.input
+
+
+@pytest.mark.parametrize(("name", "columns"), [
+    ("vitals_hr_1m", {"patient_id", "ts", "heart_rate", "spo2"}),  # min(spo2) among them
+    ("vitals_tachy_count", {"patient_id", "ts", "heart_rate"}),
+])
+def test_single_input_queries_read_their_key_time_and_fields(name, columns):
+    ctx = RunContext.of(CATALOG.query(name), CATALOG.recordings)
+    assert set(ctx.family.columns_read(ctx.query, CATALOG.recordings)) == columns
+
+
+def test_analysis_inputs_of_an_spj_query_and_refusal_of_others():
+    sql, schemas, _ = analysis_inputs(CATALOG.query("ads_user_campaigns"), CATALOG.recordings)
+    assert "JOIN" in sql.upper() or "WHERE" in sql.upper()
+    assert set(schemas) == {"ads", "ad_campaigns"}
+    with pytest.raises(CatalogError, match="only spj queries"):
+        analysis_inputs(CATALOG.query("vitals_hr_1m"), CATALOG.recordings)
