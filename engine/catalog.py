@@ -128,13 +128,34 @@ def _require(doc: dict, key: str, source: str, kind: type | tuple[type, ...] = s
     return value
 
 
+def _unknown_field(doc: dict, known: set[str] | frozenset[str], source: str) -> None:
+    unknown = sorted(map(str, set(doc) - known))
+    if unknown:
+        raise CatalogError(source, unknown[0], "unknown field")
+
+
 def _load_yaml(path: Path) -> dict:
+    """The top-level mapping of a YAML file; any problem is a CatalogError naming the file."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CatalogError(str(path), "<document>", f"cannot be read: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CatalogError(str(path), "<document>", f"not UTF-8 text: byte "
+                           f"0x{data[exc.start]:02x} on line {line}") from exc
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise CatalogError(str(path), "<document>", f"not valid YAML ({where}): {exc}") from exc
+        problem = " ".join(str(exc).split())
+        raise CatalogError(str(path), "<document>", f"not valid YAML ({where}): {problem}"
+                           ) from exc
+    except (ValueError, RecursionError) as exc:  # e.g. a date such as 2026-02-30
+        raise CatalogError(str(path), "<document>", f"not valid YAML: {exc}") from exc
     if not isinstance(doc, dict):
         raise CatalogError(str(path), "<document>", "expected a mapping at the top level")
     return doc
@@ -145,7 +166,10 @@ def parse_recording(doc: dict, source: str = "<inline>") -> RecordingSpec:
     name = _require(doc, "name", source)
     columns = _require(doc, "columns", source, dict)
     for col, typ in columns.items():
-        if typ not in COLUMN_TYPES:
+        if not isinstance(col, str) or not col:
+            raise CatalogError(source, f"columns.{col}", "a column name must be a non-empty "
+                               "string")
+        if not isinstance(typ, str) or typ not in COLUMN_TYPES:
             raise CatalogError(source, f"columns.{col}",
                                f"unknown type {typ!r}; expected one of {', '.join(COLUMN_TYPES)}")
     key = _require(doc, "key", source)
@@ -156,9 +180,7 @@ def parse_recording(doc: dict, source: str = "<inline>") -> RecordingSpec:
         raise CatalogError(source, "time", f"column {time!r} is not among the columns")
     if columns[time] != "timestamp":
         raise CatalogError(source, "time", f"column {time!r} must have type timestamp")
-    unknown = set(doc) - {"name", "columns", "key", "time", "description"}
-    if unknown:
-        raise CatalogError(source, sorted(unknown)[0], "unknown field")
+    _unknown_field(doc, {"name", "columns", "key", "time", "description"}, source)
     return RecordingSpec(name=name, columns=dict(columns), key=key, time=time,
                          description=str(doc.get("description", "")), source=source)
 
@@ -192,9 +214,7 @@ _QUERY_FIELDS = {"name", "kind", "input", "inputs", "key", "time", "lateness", "
 def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
                 source: str = "<inline>") -> QuerySpec:
     """Check a query document against the known recordings and build its spec."""
-    unknown = set(doc) - _QUERY_FIELDS
-    if unknown:
-        raise CatalogError(source, sorted(unknown)[0], "unknown field")
+    _unknown_field(doc, _QUERY_FIELDS, source)
     name = _require(doc, "name", source)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise CatalogError(source, "name", f"{name!r} must be an identifier (letters, digits, _)")
@@ -206,7 +226,15 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         inputs = {"input": _require(doc, "input", source)}
     else:
         inputs = _require(doc, "inputs", source, dict)
+        if not inputs:
+            raise CatalogError(source, "inputs", "expected at least one stream: recording")
     for alias, rec in inputs.items():
+        if not isinstance(alias, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", alias):
+            raise CatalogError(source, f"inputs.{alias}", "a stream name must be an "
+                               "identifier (letters, digits, _)")
+        if not isinstance(rec, str):
+            raise CatalogError(source, "input" if single else f"inputs.{alias}",
+                               f"expected a recording name, got {type(rec).__name__} {rec!r}")
         if rec not in recordings:
             fieldname = "input" if single else f"inputs.{alias}"
             known = ", ".join(sorted(recordings)) or "none"
@@ -218,6 +246,10 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         rec = recordings[inputs["input"]]
         key = doc.get("key", rec.key)
         time = doc.get("time", rec.time)
+        for fieldname, value in (("key", key), ("time", time)):
+            if not isinstance(value, str):
+                raise CatalogError(source, fieldname, f"expected a column name, got "
+                                   f"{type(value).__name__} {value!r}")
         if key not in rec.columns and key not in derived:
             raise CatalogError(source, "key", f"column {key!r} is not in recording {rec.name!r}")
         if time not in rec.columns or rec.columns[time] != "timestamp":
@@ -252,12 +284,12 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
                                f"column of recording {rec.name!r}")
         if not isinstance(body, dict) or set(body) != {"sql", "type"}:
             raise CatalogError(source, where, "expected {sql: EXPR, type: T}")
-        if body["type"] not in COLUMN_TYPES:
+        if not isinstance(body["type"], str) or body["type"] not in COLUMN_TYPES:
             raise CatalogError(source, f"{where}.type", f"expected one of "
                                f"{', '.join(COLUMN_TYPES)}, got {body['type']!r}")
         try:
             sqlglot.parse_one(str(body["sql"]), read="spark")
-        except sqlglot.errors.ParseError as exc:
+        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
             raise CatalogError(source, f"{where}.sql", f"not a Spark SQL expression: "
                                f"{str(exc).splitlines()[0]}") from exc
         out[str(name)] = (str(body["sql"]), body["type"])
@@ -266,41 +298,101 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
 
 @dataclass(frozen=True)
 class Catalog:
-    """All recordings and queries of a ``schemas/`` directory."""
+    """The recordings and queries of a catalog directory, and the files that failed to load.
+
+    A file that fails does not hide the others: asking for its name (its file name without
+    ``.yaml``, or the name it shares with another file) raises its error.
+    """
 
     recordings: dict[str, RecordingSpec]
     queries: dict[str, QuerySpec]
+    root: Path = Path("schemas")
+    #: Errors of the recording files that failed, by name.
+    broken_recordings: dict[str, CatalogError] = field(default_factory=dict)
+    #: Errors of the query files that failed, by name.
+    broken_queries: dict[str, CatalogError] = field(default_factory=dict)
 
     def recording(self, name: str) -> RecordingSpec:
-        if name not in self.recordings:
-            known = ", ".join(sorted(self.recordings)) or "none"
-            raise UnknownName(f"unknown recording {name!r} (known: {known})")
-        return self.recordings[name]
+        """The recording ``name``; else its file's error, or an UnknownName listing the known."""
+        return self._lookup("recording", "recordings", name, self.recordings,
+                            self.broken_recordings)
 
     def query(self, name: str) -> QuerySpec:
-        if name not in self.queries:
-            known = ", ".join(sorted(self.queries)) or "none"
-            raise UnknownName(f"unknown query {name!r} (known: {known})")
-        return self.queries[name]
+        """The query ``name``; else its file's error, or an UnknownName listing the known."""
+        return self._lookup("query", "queries", name, self.queries, self.broken_queries)
+
+    def check(self) -> None:
+        """Raise the first error of a file that failed to load, if any."""
+        for problem in [*self.broken_recordings.values(), *self.broken_queries.values()]:
+            raise problem
+
+    def _lookup(self, what: str, subdirectory: str, name: str, loaded: dict,
+                broken: dict[str, CatalogError]) -> Any:
+        if name in loaded:
+            return loaded[name]
+        if name in broken:
+            raise broken[name]
+        folder = self.root / subdirectory
+        if not self.root.is_dir():
+            raise UnknownName(f"unknown {what} {name!r}: the catalog directory {self.root} "
+                              "does not exist")
+        if not loaded and not broken:
+            raise UnknownName(f"unknown {what} {name!r}: the catalog directory {self.root} has "
+                              f"no {what} files ({folder}/*.yaml)")
+        known = ", ".join(sorted(loaded)) or "none"
+        failed = f"; files that failed to load: {', '.join(sorted(broken))}" if broken else ""
+        raise UnknownName(f"unknown {what} {name!r} in the catalog {self.root} "
+                          f"(known: {known}{failed})")
 
 
 def load_catalog(root: str | Path) -> Catalog:
-    """Load ``root/recordings/*.yaml`` and ``root/queries/*.yaml``; names must be unique."""
-    root = Path(root)
+    """Load ``root/recordings/*.yaml`` and ``root/queries/*.yaml``.
+
+    Never raises for a file: a file that is not valid (or defines a name another file also
+    defines) is kept as its CatalogError, raised when its name is asked for.
+    """
+    root = Path(root).resolve()
     recordings: dict[str, RecordingSpec] = {}
+    broken_recordings: dict[str, CatalogError] = {}
     for path in sorted((root / "recordings").glob("*.yaml")):
-        spec = parse_recording(_load_yaml(path), str(path))
-        if spec.name in recordings:
-            raise CatalogError(str(path), "name",
-                               f"recording {spec.name!r} is also defined in "
-                               f"{recordings[spec.name].source}")
-        recordings[spec.name] = spec
+        try:
+            spec = parse_recording(_load_yaml(path), str(path))
+        except CatalogError as exc:
+            broken_recordings[path.stem] = exc
+        else:
+            _add(spec, recordings, broken_recordings, "recording")
     queries: dict[str, QuerySpec] = {}
+    broken_queries: dict[str, CatalogError] = {}
     for path in sorted((root / "queries").glob("*.yaml")):
-        spec = parse_query(_load_yaml(path), recordings, str(path))
-        if spec.name in queries:
-            raise CatalogError(str(path), "name",
-                               f"query {spec.name!r} is also defined in "
-                               f"{queries[spec.name].source}")
-        queries[spec.name] = spec
-    return Catalog(recordings, queries)
+        try:
+            spec = parse_query(_load_yaml(path), recordings, str(path))
+        except CatalogError as exc:
+            broken_queries[path.stem] = _blame_input(exc, broken_recordings)
+        else:
+            _add(spec, queries, broken_queries, "query")
+    return Catalog(recordings, queries, root, broken_recordings, broken_queries)
+
+
+def _add(spec: RecordingSpec | QuerySpec, loaded: dict, broken: dict[str, CatalogError],
+         what: str) -> None:
+    """Add ``spec`` under its name, unless another file defines it (the name is then broken)."""
+    if spec.name in broken:
+        return
+    if spec.name in loaded:
+        first = loaded.pop(spec.name)
+        broken[spec.name] = CatalogError(spec.source, "name", f"{what} {spec.name!r} is also "
+                                         f"defined in {first.source}")
+        return
+    loaded[spec.name] = spec
+
+
+def _blame_input(exc: CatalogError, broken_recordings: dict[str, CatalogError]) -> CatalogError:
+    """``exc``, naming the recording file's own error when the query reads a recording whose
+    file failed to load."""
+    if not exc.field.startswith("input"):
+        return exc
+    for name, problem in broken_recordings.items():
+        if exc.problem.startswith(f"unknown recording {name!r}"):
+            return CatalogError(exc.source, exc.field,
+                                f"recording {name!r} failed to load: {problem}")
+    return exc

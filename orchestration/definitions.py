@@ -22,6 +22,7 @@ def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
     settings = load_settings()
     catalog_dir = catalog_dir or str(settings.catalog)
     catalog = load_catalog(catalog_dir)
+    catalog.check()  # a file that fails to load fails the definitions, naming it
     assets = build_assets(catalog)
     replayable = {a.key.path[-1] for a in assets if a.key.path[0] == "replays"}
     checks = [c for q in catalog.queries.values() if q.name in replayable

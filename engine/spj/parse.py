@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from .errors import SpjError
 from .model import INTEGER, OTHER, TIMESTAMP, Aggregate, Atom, Attr, Query, Term
@@ -201,6 +201,8 @@ def parse(sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = Non
         e = err.errors[0] if err.errors else {}
         raise SpjError(f"syntax error at line {e.get('line')}, column {e.get('col')}: "
                        f"{e.get('description', err)}") from None
+    except TokenError as err:  # e.g. an unbalanced quote
+        raise SpjError(f"syntax error: {err}") from None
     if not isinstance(tree, exp.Select):
         raise _unsupported(f"statement {type(tree).__name__.upper()} (only SELECT)", tree)
     for key, value in tree.args.items():

@@ -173,7 +173,7 @@ def _aggregates(query: QuerySpec, recording: RecordingSpec, udafs: tuple[Udaf, .
     names = {u.name: u for u in udafs}
     for name, text in aggs.items():
         where = f"query.aggregates.{name}"
-        if not re.fullmatch(_IDENT, str(name)) or name in reserved:
+        if not isinstance(name, str) or not re.fullmatch(_IDENT, name) or name in reserved:
             raise CatalogError(src, where, f"output name {name!r} is not an identifier or is "
                                f"reserved ({', '.join(sorted(map(str, reserved)))})")
         m = _CALL.match(str(text))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from engine import registry
 from engine.catalog import CatalogError, load_catalog, parse_query, parse_recording
+from engine.family import QueryFamily
 from engine.registry import FAMILIES, QUERY_KINDS, family_of, operator_for
 from engine.spj.family import analysis_inputs
 from jobs.run_context import RunContext
@@ -67,3 +69,32 @@ def test_analysis_inputs_of_an_spj_query_and_refusal_of_others():
     assert set(schemas) == {"ads", "ad_campaigns"}
     with pytest.raises(CatalogError, match="only spj queries"):
         analysis_inputs(CATALOG.query("vitals_hr_1m"), CATALOG.recordings)
+
+
+class _SelectFamily(QueryFamily):
+    """A stand-in for a future ``kind: select`` (one recording in, matching rows out)."""
+
+    kind = "select"
+
+    def parse(self, query, recording):
+        return str(query.query)
+
+    def operator(self, query, recordings):
+        return ("select-operator", self.parse(query, self.input_recording(query, recordings)))
+
+    def reference(self, query, recordings, op, cuts):
+        return lambda events: (events, [], [])
+
+    def columns_read(self, query, recordings):
+        return tuple(self.input_recording(query, recordings).columns)
+
+
+def test_a_new_family_plugs_in_through_the_registry_alone(monkeypatch):
+    monkeypatch.setattr(registry, "_BY_KIND", {**registry._BY_KIND, "select": _SelectFamily()})
+    doc = {"name": "high", "kind": "select", "input": "vitals", "query": "heart_rate > 120",
+           "derive": {"day": {"sql": "date_format(ts, 'yyyy-MM-dd')", "type": "string"}}}
+    query = parse_query(doc, CATALOG.recordings, "high.yaml")
+    assert (query.key, query.time) == ("patient_id", "ts")
+    ctx = RunContext.of(query, CATALOG.recordings)
+    assert ctx.operator == ("select-operator", "heart_rate > 120")
+    assert ctx.recording.columns["day"] == "string" and not ctx.merged

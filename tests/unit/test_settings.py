@@ -1,0 +1,57 @@
+"""Settings are read from the environment in one place, and the README's configuration table
+documents each of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from jobs.settings import PROJECT_ROOT, Settings, SettingsError
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def variable(field: str) -> str:
+    return f"REPRISE_{field.upper()}"
+
+
+def test_defaults():
+    s = Settings.from_env({"HOME": "/home/u"})
+    assert (s.warehouse, s.catalog, s.spark_master, s.delta_backend, s.batches_per_job,
+            s.exchange, s.progress) == (Path("warehouse"), PROJECT_ROOT / "schemas", "local[*]",
+                                        "auto", 32, "direct", False)
+    assert s.spark_conf == s.delta_jars == s.delta_packages == ""
+
+
+def test_every_variable_is_read():
+    env = {variable(f.name): str(i + 1) for i, f in enumerate(dataclasses.fields(Settings))}
+    env["REPRISE_PROGRESS"] = "1"
+    s = Settings.from_env(env)
+    for f in dataclasses.fields(Settings):
+        value = getattr(s, f.name)
+        assert value is True if f.name == "progress" else str(value) == env[variable(f.name)]
+
+
+def test_kernel_dir_falls_back_to_the_user_cache():
+    assert Settings.from_env({"XDG_CACHE_HOME": "/c"}).kernel_dir == Path(
+        "/c/reprise/qre-kernels")
+    assert Settings.from_env({"REPRISE_KERNEL_DIR": "/k", "XDG_CACHE_HOME": "/c"}).kernel_dir \
+        == Path("/k")
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_a_bad_batches_per_job_names_the_variable(value):
+    with pytest.raises(SettingsError, match=f"REPRISE_BATCHES_PER_JOB: .*{value!r}"):
+        Settings.from_env({"REPRISE_BATCHES_PER_JOB": value})
+
+
+def test_the_readme_table_documents_every_setting_with_its_default():
+    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| `(REPRISE_\w+)` \|([^|]*)\|", section, re.MULTILINE))
+    assert set(rows) == {variable(f.name) for f in dataclasses.fields(Settings)}
+    s = Settings.from_env({})
+    for name in ("spark_master", "delta_backend", "batches_per_job", "exchange"):
+        assert rows[variable(name)].strip() == f"`{getattr(s, name)}`"
