@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,21 @@ def test_query_file_error_names_file_and_field(spark, tmp_path):
                                       "--warehouse", str(tmp_path / "wh")])
     assert result.exit_code == 1
     assert "broken.yaml" in result.output and "'lateness'" in result.output
+
+
+def test_a_broken_query_file_does_not_block_record_and_is_named_when_needed(spark, tmp_path):
+    schemas = tmp_path / "schemas"
+    shutil.copytree(ROOT / "schemas", schemas)
+    (schemas / "queries" / "ads_10s.yaml").write_bytes(b"name: ads_10s\nkind: \xff[\n")
+    source = tmp_path / "vitals.csv"
+    source.write_text(BAD_CSV)
+    options = ["--catalog", str(schemas), "--warehouse", str(tmp_path / "wh")]
+    result = CliRunner().invoke(app, ["record", "vitals", str(source), *options])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["replay", "ads_10s", *options])
+    assert result.exit_code == 1
+    assert "ads_10s.yaml: field '<document>': not UTF-8 text: byte 0xff on line 2" in \
+        result.output
 
 
 def test_generate_replay_validate_end_to_end(cli, storage, tmp_path):
