@@ -11,10 +11,22 @@ import pandas as pd
 import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
+from ..errors import RepriseError
+from ..lateness import isos
 from ..operator import SEQ, TIME, KeyedOperator
-from .aggregates import Plan
+from .aggregates import OutOfRange, Plan
 from .segments import Columns
 from .spec import WindowSpec
+
+
+class WindowOverflowError(RepriseError):
+    """An int sum of a window is outside the int64 range."""
+
+    def __init__(self, where: str, aggregate: str, key: object, start: int, end: int):
+        first, last = isos(np.array([start, end]))
+        super().__init__(f"{where}: aggregate {aggregate!r} of key {key!r} over the window "
+                         f"from {first} to {last} is an int sum outside the int64 range "
+                         f"[-2^63, 2^63 - 1]; sum a double column instead")
 
 
 class WindowOperator(KeyedOperator):
@@ -69,8 +81,13 @@ class WindowOperator(KeyedOperator):
     def _emit(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, results: Columns,
               final: bool | np.ndarray) -> pd.DataFrame:
         """Output rows of windows from their partial results."""
-        columns = {self.key: keys, "window_start": starts, "window_end": ends,
-                   **self.plan.finish(results)}
+        try:
+            values = self.plan.finish(results)
+        except OutOfRange as exc:
+            i = exc.window
+            raise WindowOverflowError(f"window query {self.name!r}", exc.aggregate, keys[i],
+                                      int(starts[i]), int(ends[i])) from None
+        columns = {self.key: keys, "window_start": starts, "window_end": ends, **values}
         if self.updates:
             columns["final"] = np.full(len(keys), final, dtype=bool)
         return pd.DataFrame(columns)

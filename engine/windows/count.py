@@ -25,20 +25,34 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..lateness import Marks, split_batch
-from ..operator import SEQ, TIME, StateCodec, StepResult
+from ..operator import SEQ, TIME, StateCodec, StepResult, exact_pandas
 from ..ordering import END_OF_INPUT
 from .base import WindowOperator
-from .partials import arrow_type, column_values
+from .partials import arrow_type, raw_values
 from .segments import Segments
 from .spec import WindowSpec
 
 KEY, TAIL, PENDING = 0, 1, 2  # role of a state row
 
 
+class BufferCodec(StateCodec):
+    """The state codec of count windows: buffered int values decode as nullable Int64 (a plain
+    decode would turn an int column holding nulls into float64, which is not exact above
+    2^53)."""
+
+    def __init__(self, schema: pa.Schema, sort_by: list[str], int_columns: list[str]):
+        super().__init__(schema, sort_by)
+        self.int_columns = int_columns  # the buffered values of int columns
+
+    def decode(self, table: pa.Table) -> pd.DataFrame:
+        frame = exact_pandas(table.cast(self.schema))
+        return frame.assign(**{n: frame[n].astype("Int64") for n in self.int_columns})
+
+
 class CountWindow(WindowOperator):
     """Count windows per key (see module docstring); aggregates as for time windows."""
 
-    version = "2"
+    version = "3"
     ident = "position"
 
     def __init__(self, spec: WindowSpec, name: str = "count"):
@@ -49,7 +63,8 @@ class CountWindow(WindowOperator):
                   pa.field("released", pa.int64())]
         fields += [pa.field(f"v_{c}", arrow_type(spec.value_types[c]))
                    for c in spec.value_columns]
-        self.state_codec = StateCodec(pa.schema(fields), [self.key, "role", "t", "seq"])
+        ints = [f"v_{c}" for c in spec.value_columns if spec.value_types[c] == "int"]
+        self.state_codec = BufferCodec(pa.schema(fields), [self.key, "role", "t", "seq"], ints)
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         keys = state[state["role"] == KEY]
@@ -60,14 +75,16 @@ class CountWindow(WindowOperator):
                                 "t": on_time[TIME].to_numpy(dtype="int64"),
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})
         for col in self.spec.value_columns:
-            arrived[f"v_{col}"] = column_values(on_time, col, self.spec.value_types[col])
+            arrived[f"v_{col}"] = raw_values(on_time, col, self.spec.value_types[col])
         rows = pd.concat([state[state["role"] != KEY], arrived], ignore_index=True)
         watermark = marks.watermark(self.spec.lateness_us)[marks.code_of(rows[self.key].to_numpy())]
         output, kept, released = self._release(rows, keys, watermark, self.updates)
         key_rows = pd.DataFrame({self.key: marks.keys, "role": KEY, "t": marks.after, "seq": 0})
         key_rows["released"] = key_rows[self.key].map(released).fillna(0).astype("int64")
         for col in self.spec.value_columns:
-            key_rows[f"v_{col}"] = None if self.spec.value_types[col] == "string" else np.nan
+            key_rows[f"v_{col}"] = {"string": None, "int": pd.array([None] * len(key_rows),
+                                                                     dtype="Int64")
+                                    }.get(self.spec.value_types[col], np.nan)
         new_state = pd.concat([key_rows, kept], ignore_index=True)[self.state_codec.schema.names]
         return StepResult(new_state, output, arrivals.late)
 
@@ -130,7 +147,7 @@ class CountWindow(WindowOperator):
         events = pd.DataFrame({TIME: seq["t"].to_numpy(dtype="int64"),
                                SEQ: seq["seq"].to_numpy(dtype="int64")})
         for col in self.spec.value_columns:
-            events[col] = seq[f"v_{col}"].to_numpy()
+            events[col] = seq[f"v_{col}"].array
         events = events[inside]
         parts = self.plan.of_events(events, Segments.each(len(events)))
         results = self.plan.window(parts, cell[inside], total, pos, size)

@@ -19,7 +19,11 @@ import pandas as pd
 
 from ..operator import SEQ, TIME
 from . import hll
+from .base import WindowOverflowError
 from .spec import Aggregate, WindowSpec
+
+#: The int64 range: an int sum outside it is an error (:class:`WindowOverflowError`).
+INT64 = (-(2**63), 2**63 - 1)
 
 #: One event: (time, arrival sequence, row).
 Member = tuple[int, int, dict]
@@ -89,6 +93,9 @@ def _value(agg: Aggregate, members: list[Member], spec: WindowSpec) -> object:
         return min(present, key=lambda e: (e[0], e[1]))[2][col]
     if fn == "last":
         return max(present, key=lambda e: (e[0], e[1]))[2][col]
+    if spec.value_types[col] == "int" and fn in ("sum", "avg"):  # exact: Python ints
+        total = sum(int(v) for v in values)
+        return total if fn == "sum" else total / len(values)
     return _numeric(agg, [float(v) for v in values], spec)
 
 
@@ -121,7 +128,9 @@ def _row(window: Window, spec: WindowSpec) -> dict:
     if position is not None:
         out["position"] = position
     for agg in spec.aggregates:
-        out[agg.name] = _value(agg, members, spec)
+        out[agg.name] = value = _value(agg, members, spec)
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            raise WindowOverflowError("the window reference", agg.name, key, start, end)
     return out
 
 

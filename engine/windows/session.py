@@ -23,7 +23,7 @@ from .time_window import CODE, TimeWindow
 class SessionWindow(TimeWindow):
     """Session windows per key (see module docstring)."""
 
-    version = "2"
+    version = "3"
 
     def __init__(self, spec: WindowSpec, name: str = "session"):
         super().__init__(spec, name)

@@ -29,7 +29,7 @@ from .time_window import CODE, TimeWindow
 class SlidingWindow(TimeWindow):
     """Sliding windows per key (see module docstring)."""
 
-    version = "2"
+    version = "3"
 
     def __init__(self, spec: WindowSpec, name: str = "sliding"):
         super().__init__(spec, name)

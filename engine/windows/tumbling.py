@@ -16,7 +16,7 @@ from .time_window import TimeWindow
 class TumblingWindow(TimeWindow):
     """Tumbling windows per key, every aggregate of :mod:`engine.windows.aggregates`."""
 
-    version = "2"
+    version = "3"
 
     def __init__(self, spec: WindowSpec, name: str = "tumbling"):
         super().__init__(spec, name)
