@@ -77,6 +77,18 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def exact_pandas(table: pa.Table, **options: bool) -> pd.DataFrame:
+    """``table`` as pandas (``options`` for ``Table.to_pandas``), its int64 columns that hold
+    nulls as nullable Int64: a plain conversion makes them float64, which is not exact above
+    2^53."""
+    frame = table.to_pandas(**options)
+    nullable = {pa.int64(): pd.Int64Dtype()}.get
+    for fld in table.schema:
+        if pa.types.is_int64(fld.type) and table[fld.name].null_count:
+            frame[fld.name] = table[fld.name].to_pandas(types_mapper=nullable).array
+    return frame
+
+
 class KeyedOperator(ABC):
     """A keyed stream processor over pandas batches (see the module docstring)."""
 

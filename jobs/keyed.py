@@ -27,7 +27,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from engine.operator import REASON, SEQ, TIME, KeyedOperator, to_arrow
+from engine.operator import REASON, SEQ, TIME, KeyedOperator, exact_pandas, to_arrow
 
 from .storage import StagedFile, file_stats
 
@@ -261,7 +261,7 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
     if not tables:
         return no_events(plan)
     # nanosecond timestamps, as Spark hands them to pandas workers
-    events = pa.concat_tables(tables).to_pandas(coerce_temporal_nanoseconds=True)
+    events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
     if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
         events[key] = events[key].to_numpy(dtype=object)
     return events

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark.sql import DataFrame
 
-from engine.catalog import Catalog
-from engine.operator import SEQ, TIME
+from engine.catalog import Catalog, RecordingSpec
+from engine.operator import SEQ, TIME, exact_pandas
 
 from .arrival import sequenced
 from .replay import Replay, ReplayError, RunInfo, read_run
@@ -56,20 +58,29 @@ class ValidationReport:
         return self.diff.ok and not self.late_mismatch and self.reconciles
 
 
-def _same(a: object, b: object) -> bool:
-    if a is None or (isinstance(a, float) and math.isnan(a)):
-        return b is None or (isinstance(b, float) and math.isnan(b))
-    if b is None or (isinstance(b, float) and math.isnan(b)):
-        return False
-    if isinstance(a, float) or isinstance(b, float):
+def _null(v: object) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _same(a: object, b: object, exact: bool = False) -> bool:
+    """Equal values; floats within the tolerance unless ``exact`` (an int column: whatever
+    pandas held the values in, Python compares an int with a float exactly, so a value that
+    went through float64 and lost its last bits differs)."""
+    a, b = (v.item() if isinstance(v, np.generic) else v for v in (a, b))
+    if _null(a) or _null(b):
+        return _null(a) and _null(b)
+    if not exact and (isinstance(a, float) or isinstance(b, float)):
         return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=ABS_TOL)
     return a == b
 
 
-def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str]) -> Diff:
-    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`_same`."""
+def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str],
+                schema: pa.Schema | None = None) -> Diff:
+    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`_same`,
+    exactly where ``schema`` (the output's) declares an integer column."""
     diff = Diff()
     values = [c for c in reference.columns if c not in keys]
+    ints = {f.name for f in schema if pa.types.is_integer(f.type)} if schema is not None else set()
     seen: dict[tuple, dict] = {}
     for row in replay[reference.columns].to_dict("records"):
         k = tuple(row[c] for c in keys)
@@ -81,19 +92,32 @@ def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str]) 
         got = seen.get(k)
         if got is None:
             diff.missing.append(ref)
-        elif not all(_same(got[c], ref[c]) for c in values):
+        elif not all(_same(got[c], ref[c], c in ints) for c in values):
             diff.different.append((got, ref))
     diff.extra = [row for k, row in seen.items() if k not in expected]
     return diff
 
 
 def _micros(table: pa.Table) -> pd.DataFrame:
-    """``table`` as pandas, timestamp columns as int64 microseconds (as the engine emits them)."""
+    """``table`` as pandas, timestamp columns as int64 microseconds (as the engine emits them),
+    int columns exact (:func:`exact_pandas`)."""
     for i, fld in enumerate(table.schema):
         if pa.types.is_timestamp(fld.type):
             table = table.set_column(i, fld.name, table[fld.name].cast(pa.timestamp("us"))
                                      .cast(pa.int64()))
-    return table.to_pandas()
+    return exact_pandas(table)
+
+
+def _exact_ints(frame: DataFrame, events: pd.DataFrame, recording: RecordingSpec
+                ) -> pd.DataFrame:
+    """``events`` (``frame`` read by ``toPandas``) with the int columns that came as float64
+    (they hold nulls) read again from ``frame`` through Arrow as exact nullable Int64."""
+    lossy = [c for c, t in recording.columns.items()
+             if t == "int" and c in events and events[c].dtype.kind == "f"]
+    if not lossy:
+        return events
+    exact = exact_pandas(frame.select(SEQ, *lossy).toArrow()).set_index(SEQ)
+    return events.assign(**{c: exact[c].reindex(events[SEQ].to_numpy()).array for c in lossy})
 
 
 @dataclass(frozen=True)
@@ -152,8 +176,9 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
                           f"batches committed); resume it with `reprise replay {info.query} "
                           f"--run-id {run_id}` first")
     ctx = RunContext.of(catalog.query(info.query), catalog.recordings)
-    events_all = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
-                           info.total, ctx.time_column, ctx.query.derived).toPandas()
+    frame = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
+                      info.total, ctx.time_column, ctx.query.derived)
+    events_all = _exact_ints(frame, frame.toPandas(), ctx.recording)
     events_all = events_all.sort_values(SEQ, kind="stable")
     unplaceable = events_all[SEQ][events_all[ctx.key].isna() | events_all[TIME].isna()]
     events_pdf = events_all.drop(unplaceable.index)
@@ -163,7 +188,7 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
     output = _micros(replay.storage.read_arrow(tables["output"]))
-    diff = diff_frames(op.final_view(output), reference_out, op.output_keys)
+    diff = diff_frames(op.final_view(output), reference_out, op.output_keys, op.output_schema)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
     mismatch = sorted(set(late) ^ set(reference_late))
     quarantined = replay.storage.read_arrow(tables["quarantine"]).column(

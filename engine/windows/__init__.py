@@ -1,5 +1,6 @@
-"""Window aggregates over event time."""
+"""Window aggregates over event time and over event counts."""
 
+from .base import WindowOperator
 from .count import CountWindow
 from .reference import window_reference, window_updates_reference
 from .session import SessionWindow
@@ -8,4 +9,5 @@ from .spec import Aggregate, WindowSpec, parse_window_query
 from .tumbling import TumblingWindow
 
 __all__ = ["Aggregate", "CountWindow", "SessionWindow", "SlidingWindow", "TumblingWindow",
-           "WindowSpec", "parse_window_query", "window_reference", "window_updates_reference"]
+           "WindowOperator", "WindowSpec", "parse_window_query", "window_reference",
+           "window_updates_reference"]

@@ -27,6 +27,18 @@ from .spec import Aggregate, WindowSpec
 
 #: State columns that belong to the window operators, not to a partial.
 STRUCTURAL = ("window_start", "max_t")
+#: An output column: numpy, or a nullable Int64 array for int outputs.
+Output = np.ndarray | pd.arrays.IntegerArray
+
+
+class OutOfRange(ArithmeticError):
+    """The int result of ``aggregate`` for window ``window`` (an index into the windows being
+    finished) is outside the int64 range."""
+
+    def __init__(self, aggregate: str, window: int):
+        super().__init__(aggregate, window)
+        self.aggregate = aggregate
+        self.window = window
 
 
 class Function(ABC):
@@ -34,6 +46,7 @@ class Function(ABC):
 
     def __init__(self, agg: Aggregate, spec: WindowSpec):
         self.agg = agg
+        self.spec = spec
         self.column = agg.column or ""  # "" only for count()
         self.typ = spec.value_types.get(self.column, "")
 
@@ -46,8 +59,8 @@ class Function(ABC):
         """Its Arrow output type."""
 
     @abstractmethod
-    def finish(self, results: Columns) -> np.ndarray:
-        """Its value for each window (NaN/None for null) from the window results."""
+    def finish(self, results: Columns) -> Output:
+        """Its value for each window (NaN/None/NA for null) from the window results."""
 
 
 class CountFn(Function):
@@ -72,14 +85,21 @@ class SumFn(Function):
     def output_type(self) -> pa.DataType:
         return pa.int64() if self.agg.fn == "sum" and self.typ == "int" else pa.float64()
 
-    def finish(self, results: Columns) -> np.ndarray:
+    def finish(self, results: Columns) -> Output:
         n = results[Count(self.agg.column).name]
-        total = results[Sum(self.column, self.typ).name]
-        if self.agg.fn == "avg":
-            return np.where(n > 0, total.astype("float64") / np.maximum(n, 1), np.nan)
-        if (n == 0).any():
-            return np.where(n > 0, total, np.nan)
-        return total
+        partial = Sum(self.column, self.typ)
+        total = results[partial.name]
+        wrapped = partial.out_of_range(results) if partial.exact else np.zeros(len(n), bool)
+        if self.agg.fn == "avg":  # an int sum outside int64 averages its float64 sum
+            mean_of = total.astype("float64")
+            if partial.exact:
+                mean_of = np.where(wrapped, results[partial.approx_key], mean_of)
+            return np.where(n > 0, mean_of / np.maximum(n, 1), np.nan)
+        if wrapped.any():
+            raise OutOfRange(self.agg.name, int(np.flatnonzero(wrapped)[0]))
+        if partial.exact:
+            return pd.arrays.IntegerArray(total, n == 0)
+        return np.where(n > 0, total, np.nan)
 
 
 class ExtremeFn(Function):
@@ -117,7 +137,8 @@ class SelectFn(Function):
     """``first``, ``last``, ``argmin``, ``argmax``: a value of the window's events."""
 
     def _partial(self) -> Select:
-        return Select(self.agg.fn, self.column, self.typ, self.agg.by)
+        by_typ = self.spec.value_types.get(self.agg.by or "", "double")
+        return Select(self.agg.fn, self.column, self.typ, self.agg.by, by_typ)
 
     def partials(self) -> list[Partial]:
         return [self._partial()]
@@ -125,8 +146,11 @@ class SelectFn(Function):
     def output_type(self) -> pa.DataType:
         return {"int": pa.int64(), "double": pa.float64(), "string": pa.string()}[self.typ]
 
-    def finish(self, results: Columns) -> np.ndarray:
-        return results[self._partial().name]
+    def finish(self, results: Columns) -> Output:
+        partial = self._partial()
+        if self.typ == "int":
+            return pd.arrays.IntegerArray(results[partial.name], partial.empty_rows(results))
+        return results[partial.name]
 
 
 class DistinctFn(Function):
@@ -247,5 +271,6 @@ class Plan:
         return {k: v for p in self.partials
                 for k, v in p.window(parts, cells, total, pos, width).items()}
 
-    def finish(self, results: Columns) -> dict[str, np.ndarray]:
+    def finish(self, results: Columns) -> dict[str, Output]:
+        """Each output column; raises :class:`OutOfRange` for an int sum outside int64."""
         return {fn.agg.name: fn.finish(results) for fn in self.functions}

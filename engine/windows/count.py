@@ -24,76 +24,83 @@ import pandas as pd
 import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
-from ..operator import SEQ, TIME, StateCodec, StepResult
-from ..ordering import END_OF_INPUT, NO_TIME
-from .partials import arrow_type, column_values
+from ..lateness import Marks, split_batch
+from ..operator import SEQ, TIME, StateCodec, StepResult, exact_pandas
+from ..ordering import END_OF_INPUT
+from .base import WindowOperator
+from .partials import arrow_type, raw_values
 from .segments import Segments
 from .spec import WindowSpec
-from .tumbling import Marks, TumblingWindow, split_late
 
 KEY, TAIL, PENDING = 0, 1, 2  # role of a state row
 
 
-class CountWindow(TumblingWindow):
+class BufferCodec(StateCodec):
+    """The state codec of count windows: buffered int values decode as nullable Int64 (a plain
+    decode would turn an int column holding nulls into float64, which is not exact above
+    2^53)."""
+
+    def __init__(self, schema: pa.Schema, sort_by: list[str], int_columns: list[str]):
+        super().__init__(schema, sort_by)
+        self.int_columns = int_columns  # the buffered values of int columns
+
+    def decode(self, table: pa.Table) -> pd.DataFrame:
+        frame = exact_pandas(table.cast(self.schema))
+        return frame.assign(**{n: frame[n].astype("Int64") for n in self.int_columns})
+
+
+class CountWindow(WindowOperator):
     """Count windows per key (see module docstring); aggregates as for time windows."""
 
-    version = "2"
+    version = "3"
+    ident = "position"
 
     def __init__(self, spec: WindowSpec, name: str = "count"):
         super().__init__(spec, name)
+        self.size, self.every = spec.size_events, spec.every_events
         fields = [pa.field(self.key, COLUMN_TYPES[spec.key_type]), pa.field("role", pa.int64()),
                   pa.field("t", pa.int64()), pa.field("seq", pa.int64()),
                   pa.field("released", pa.int64())]
         fields += [pa.field(f"v_{c}", arrow_type(spec.value_types[c]))
                    for c in spec.value_columns]
-        self.state_codec = StateCodec(pa.schema(fields), [self.key, "role", "t", "seq"])
-        self.output_schema = self.output_schema.insert(3, pa.field("position", pa.int64()))
-        self.output_keys = [self.key, "position", *(["final", "batch"] if self.updates else [])]
-
-    @property
-    def size(self) -> int:
-        return self.spec.size_us  # a count of events for count windows
-
-    @property
-    def every(self) -> int:
-        return self.spec.slide
+        ints = [f"v_{c}" for c in spec.value_columns if spec.value_types[c] == "int"]
+        self.state_codec = BufferCodec(pa.schema(fields), [self.key, "role", "t", "seq"], ints)
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         keys = state[state["role"] == KEY]
         prior = Marks.of(keys[self.key].to_numpy(), keys["t"].to_numpy(dtype="int64"))
-        arrivals = split_late(batch, prior, self.key, self.spec.lateness_us, self.event_columns)
+        arrivals = split_batch(batch, prior, self.key, self.spec.lateness_us, self.event_columns)
         on_time, marks = arrivals.on_time, arrivals.marks
         arrived = pd.DataFrame({self.key: on_time[self.key].to_numpy(), "role": PENDING,
                                 "t": on_time[TIME].to_numpy(dtype="int64"),
                                 "seq": on_time[SEQ].to_numpy(dtype="int64"), "released": 0})
         for col in self.spec.value_columns:
-            arrived[f"v_{col}"] = column_values(on_time, col, self.spec.value_types[col])
-        max_t = pd.Series(marks.after, index=marks.keys)
+            arrived[f"v_{col}"] = raw_values(on_time, col, self.spec.value_types[col])
         rows = pd.concat([state[state["role"] != KEY], arrived], ignore_index=True)
-        output, kept, released = self._release(rows, keys, max_t - self.spec.lateness_us,
-                                                self.updates)
-        key_rows = pd.DataFrame({self.key: max_t.index.to_numpy(), "role": KEY,
-                                 "t": max_t.to_numpy(dtype="int64"), "seq": 0})
+        watermark = marks.watermark(self.spec.lateness_us)[marks.code_of(rows[self.key].to_numpy())]
+        output, kept, released = self._release(rows, keys, watermark, self.updates)
+        key_rows = pd.DataFrame({self.key: marks.keys, "role": KEY, "t": marks.after, "seq": 0})
         key_rows["released"] = key_rows[self.key].map(released).fillna(0).astype("int64")
         for col in self.spec.value_columns:
-            key_rows[f"v_{col}"] = None if self.spec.value_types[col] == "string" else np.nan
+            key_rows[f"v_{col}"] = {"string": None, "int": pd.array([None] * len(key_rows),
+                                                                     dtype="Int64")
+                                    }.get(self.spec.value_types[col], np.nan)
         new_state = pd.concat([key_rows, kept], ignore_index=True)[self.state_codec.schema.names]
         return StepResult(new_state, output, arrivals.late)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         keys = state[state["role"] == KEY]
-        watermark = pd.Series(END_OF_INPUT, index=keys[self.key].to_numpy())
-        return self._release(state[state["role"] != KEY], keys, watermark, False)[0]
+        rows = state[state["role"] != KEY]
+        return self._release(rows, keys, np.full(len(rows), END_OF_INPUT), False)[0]
 
-    def _release(self, rows: pd.DataFrame, keys: pd.DataFrame, watermark: pd.Series,
+    def _release(self, rows: pd.DataFrame, keys: pd.DataFrame, watermark: np.ndarray,
                  early: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
-        """Release buffered events up to each key's watermark and emit the windows they
-        complete (and, if ``early``, the open windows they enter): (output, kept tail and
-        pending rows, released count per key)."""
+        """Release the buffered events of ``rows`` that their key's ``watermark`` (by row) is at
+        or past and emit the windows they complete (and, if ``early``, the open windows they
+        enter): (output, kept tail and pending rows, released count per key)."""
         counts = pd.Series(keys["released"].to_numpy(dtype="int64"),
                            index=keys[self.key].to_numpy())
-        mark = rows[self.key].map(watermark).fillna(NO_TIME).to_numpy(dtype="int64")
-        ready = (rows["role"].to_numpy() == TAIL) | (rows["t"].to_numpy(dtype="int64") <= mark)
+        ready = (rows["role"].to_numpy() == TAIL) | (rows["t"].to_numpy(dtype="int64") <= watermark)
         waiting = rows[~ready]
         # tail rows (role 1) precede released ones (role 2) of the same key
         seq = rows[ready].sort_values([self.key, "role", "t", "seq"], kind="stable")
@@ -140,7 +147,7 @@ class CountWindow(TumblingWindow):
         events = pd.DataFrame({TIME: seq["t"].to_numpy(dtype="int64"),
                                SEQ: seq["seq"].to_numpy(dtype="int64")})
         for col in self.spec.value_columns:
-            events[col] = seq[f"v_{col}"].to_numpy()
+            events[col] = seq[f"v_{col}"].array
         events = events[inside]
         parts = self.plan.of_events(events, Segments.each(len(events)))
         results = self.plan.window(parts, cell[inside], total, pos, size)

@@ -44,9 +44,9 @@ class WindowFamily(QueryFamily):
                     raise ValueError(f"{query.name}: the updates-mode reference needs the "
                                      "batch plan")
                 rows, late = window_updates_reference(events, spec, cuts)
-                return pd.DataFrame(rows, columns=[*columns, "batch"]), late, []
-            rows, late = window_reference(events, spec)
-            return pd.DataFrame(rows, columns=columns), late, []
+                return pd.DataFrame(rows, columns=[*columns, "batch"], dtype=object), late, []
+            rows, late = window_reference(events, spec)  # object: ints next to nulls stay exact
+            return pd.DataFrame(rows, columns=columns, dtype=object), late, []
 
         return run
 

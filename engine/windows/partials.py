@@ -42,10 +42,15 @@ from .udaf import Udaf, accumulator, slots
 
 NUMERIC = ("int", "double")
 LAST_KEY = np.iinfo(np.int64).max
+#: An int64 sum and the float64 sum of the same values differ by more than this only when the
+#: exact sum left the int64 range (the int64 sum is then off by a multiple of 2^64; the float
+#: sum of n values is within n * 2^11 of the exact one).
+WRAPPED = 2.0**62
 
 
 def column_values(events: pd.DataFrame, column: str, typ: str) -> np.ndarray:
-    """A value column as float64 (NaN for null) or, for strings, object (None for null).
+    """A value column as float64 (NaN for null) or, for strings, object (None for null); for
+    the exact int64 values of an int column see :func:`int_values`.
 
     Columns of other types are only counted: they become 1.0 (present) or NaN (null)."""
     values = events[column]
@@ -59,13 +64,48 @@ def column_values(events: pd.DataFrame, column: str, typ: str) -> np.ndarray:
     return np.where(missing, np.nan, 1.0)
 
 
+def int_values(events: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """An int column as (int64 values, 0 for null; whether each is present), exact whatever
+    dtype pandas holds it in (Int64, int64, object; float64 is exact only below 2^53)."""
+    values = events[column]
+    return values.to_numpy(dtype="int64", na_value=0), values.notna().to_numpy()
+
+
+def typed_values(events: pd.DataFrame, column: str, typ: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values of the column's own type: int64 for int columns (0 for null), else as
+    :func:`column_values`; whether each is present)."""
+    if typ == "int":
+        return int_values(events, column)
+    values = column_values(events, column, typ)
+    return values, valid(values)
+
+
+def raw_values(events: pd.DataFrame, column: str, typ: str
+               ) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """A value column as it is buffered in a state: nullable Int64 for int columns, else as
+    :func:`column_values`."""
+    if typ == "int":
+        values, present = int_values(events, column)
+        return pd.arrays.IntegerArray(values, ~present)
+    return column_values(events, column, typ)
+
+
 def valid(values: np.ndarray) -> np.ndarray:
     return pd.notna(values) if values.dtype == object else ~np.isnan(values)
 
 
 def arrow_type(typ: str) -> pa.DataType:
-    """State type of a value of recording type ``typ`` (see :func:`column_values`)."""
-    return pa.string() if typ == "string" else pa.float64()
+    """State type of a value of recording type ``typ`` (see :func:`typed_values`)."""
+    return {"string": pa.string(), "int": pa.int64()}.get(typ, pa.float64())
+
+
+def approx_sum(grid: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """float64 sum of ``grid[p : p + width]`` for every ``p`` in ``pos`` by prefix sums: within
+    far less than :data:`WRAPPED` of the exact sum (only used to detect int64 overflow)."""
+    if width == 1:
+        return grid[pos]
+    prefix = np.concatenate([[0.0], np.cumsum(grid)])
+    return prefix[pos + width] - prefix[pos]
 
 
 class Partial(ABC):
@@ -142,7 +182,10 @@ class Count(Partial):
 
 @dataclass(frozen=True)
 class Sum(Partial):
-    """Sum of the non-null values (int64 for int columns, exact; float64 otherwise)."""
+    """Sum of the non-null values: float64 for double columns; for int columns the int64 sum
+    (exact modulo 2^64, so exact whenever the window's sum fits in int64, whatever the
+    intermediate sums) and beside it the float64 sum (``approx_key``) that tells when it does
+    not (see :data:`WRAPPED`)."""
 
     column: str
     typ: str
@@ -152,28 +195,48 @@ class Sum(Partial):
         return f"sum_{self.column}"
 
     @property
-    def dtype(self) -> str:
-        return "int64" if self.typ == "int" else "float64"
+    def approx_key(self) -> str:
+        return f"{self.name}__approx"
+
+    @property
+    def exact(self) -> bool:
+        return self.typ == "int"
 
     def fields(self) -> list[pa.Field]:
-        return [pa.field(self.name, pa.int64() if self.typ == "int" else pa.float64())]
+        if self.exact:
+            return [pa.field(self.name, pa.int64()), pa.field(self.approx_key, pa.float64())]
+        return [pa.field(self.name, pa.float64())]
 
     def empty(self, n: int) -> Columns:
-        return {self.name: np.zeros(n, dtype=self.dtype)}
+        if self.exact:
+            return {self.name: np.zeros(n, dtype="int64"), self.approx_key: np.zeros(n)}
+        return {self.name: np.zeros(n)}
 
     def of_events(self, events: pd.DataFrame, seg: Segments) -> Columns:
+        if self.exact:
+            values, _ = int_values(events, self.column)  # nulls are 0
+            return {self.name: seg.reduce(np.add, values),
+                    self.approx_key: seg.reduce(np.add, values.astype("float64"))}
         values = column_values(events, self.column, self.typ)
-        values = np.where(np.isnan(values), 0, values).astype(self.dtype)
-        return {self.name: seg.reduce(np.add, values)}
+        return {self.name: seg.reduce(np.add, np.where(np.isnan(values), 0.0, values))}
 
     def merge(self, parts: Columns, seg: Segments) -> Columns:
-        return {self.name: seg.reduce(np.add, parts[self.name].astype(self.dtype))}
+        return {n: seg.reduce(np.add, v) for n, v in self._own(parts).items()}
 
     def window(self, parts: Columns, cells: np.ndarray, total: int, pos: np.ndarray,
                width: int) -> Columns:
-        parts = {self.name: parts[self.name].astype(self.dtype)}
-        cells_grid = grid(parts, cells, total + width, self.empty(1))
-        return {self.name: window_sum(cells_grid[self.name], pos, width)}
+        cells_grid = grid(self._own(parts), cells, total + width, self.empty(1))
+        out = {self.name: window_sum(cells_grid[self.name], pos, width)}
+        if self.exact:
+            out[self.approx_key] = approx_sum(cells_grid[self.approx_key], pos, width)
+        return out
+
+    def _own(self, parts: Columns) -> Columns:
+        return {n: parts[n].astype(e.dtype, copy=False) for n, e in self.empty(0).items()}
+
+    def out_of_range(self, results: Columns) -> np.ndarray:
+        """Windows whose exact int sum is outside the int64 range."""
+        return np.abs(results[self.name].astype("float64") - results[self.approx_key]) > WRAPPED
 
 
 @dataclass(frozen=True)
@@ -296,13 +359,16 @@ class Moments(Monoid):
 class Select(Monoid):
     """The value of the event that is least by an order key, among events whose value (and
     ``by``) is not null: first (time, arrival), last (-time, -arrival), argmin (by, time,
-    arrival), argmax (-by, time, arrival). Keys are stored in that minimised form; an empty
-    partial has the largest keys and a null value. Idempotent and commutative."""
+    arrival), argmax (-by, time, arrival). Keys are stored in that minimised form (an int
+    ``by`` stays int64, negated as ``~by`` so that no value overflows); an empty partial has
+    the largest keys and a null value (0 for int columns: :meth:`empty_rows` tells). Values
+    keep their column's type (int64 for int columns). Idempotent and commutative."""
 
     kind: str  # first | last | argmin | argmax
     column: str
     typ: str
     by: str | None = None
+    by_typ: str = "double"
 
     @property
     def name(self) -> str:
@@ -312,29 +378,39 @@ class Select(Monoid):
         return ([f"{self.name}__by"] if self.by else []) + [f"{self.name}__t",
                                                              f"{self.name}__seq"]
 
+    @property
+    def _int_by(self) -> bool:
+        return self.by_typ == "int"
+
     def fields(self) -> list[pa.Field]:
-        keys = [pa.field(k, pa.float64() if k.endswith("__by") else pa.int64())
+        by_type = pa.int64() if self._int_by else pa.float64()
+        keys = [pa.field(k, by_type if k.endswith("__by") else pa.int64())
                 for k in self._keys()]
         return [*keys, pa.field(self.name, arrow_type(self.typ))]
 
     def empty(self, n: int) -> Columns:
-        out = {k: np.full(n, np.inf) if k.endswith("__by") else np.full(n, LAST_KEY)
+        last_by = LAST_KEY if self._int_by else np.inf
+        out = {k: np.full(n, last_by if k.endswith("__by") else LAST_KEY)
                for k in self._keys()}
-        out[self.name] = (np.full(n, None, dtype=object) if self.typ == "string"
-                          else np.full(n, np.nan))
+        out[self.name] = {"string": np.full(n, None, dtype=object),
+                          "int": np.zeros(n, dtype="int64")}.get(self.typ, np.full(n, np.nan))
         return out
 
+    def empty_rows(self, results: Columns) -> np.ndarray:
+        """The windows without a selected event (their value is null)."""
+        return results[f"{self.name}__t"] == LAST_KEY
+
     def of_events(self, events: pd.DataFrame, seg: Segments) -> Columns:
-        value = column_values(events, self.column, self.typ)
-        ok = valid(value)
+        value, ok = typed_values(events, self.column, self.typ)
         sign = -1 if self.kind == "last" else 1
         keys = {f"{self.name}__t": sign * events[TIME].to_numpy(dtype="int64"),
                 f"{self.name}__seq": sign * events[SEQ].to_numpy(dtype="int64")}
         if self.by:
-            by = column_values(events, self.by, "double")
-            ok &= ~np.isnan(by)
-            keys[f"{self.name}__by"] = np.where(ok, -by if self.kind == "argmax" else by,
-                                                np.inf)
+            by, by_ok = typed_values(events, self.by, self.by_typ)
+            ok &= by_ok
+            if self.kind == "argmax":
+                by = ~by if self._int_by else -by
+            keys[f"{self.name}__by"] = np.where(ok, by, self.empty(1)[f"{self.name}__by"][0])
         for k in (f"{self.name}__t", f"{self.name}__seq"):
             keys[k] = np.where(ok, keys[k], LAST_KEY)
         value = np.where(ok, value, self.empty(1)[self.name][0])
@@ -453,12 +529,12 @@ class ListPartial(Partial):
             out[slot] = value
         return {self.name: out}
 
-    def _sorted_events(self, values: np.ndarray, seg: Segments) -> tuple[np.ndarray, np.ndarray]:
-        """(non-null values, their group) of events grouped by ``seg``."""
-        values = values[seg.order]
-        group = seg.ids()
-        keep = valid(values)
-        return values[keep], group[keep]
+    def _sorted_events(self, values: np.ndarray, present: np.ndarray, seg: Segments
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """(non-null values, their group) of events grouped by ``seg`` (``present``: whether
+        each value is not null)."""
+        keep = present[seg.order]
+        return values[seg.order][keep], seg.ids()[keep]
 
 
 def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -485,7 +561,7 @@ class Values(ListPartial):
 
     @property
     def dtype(self) -> str:
-        return "object" if self.typ == "string" else "float64"
+        return {"string": "object", "int": "int64"}.get(self.typ, "float64")
 
     @property
     def item_type(self) -> pa.DataType:
@@ -507,7 +583,7 @@ class Values(ListPartial):
         return values[order], group[order]
 
     def of_events(self, events: pd.DataFrame, seg: Segments) -> Columns:
-        values, group = self._sorted_events(column_values(events, self.column, self.typ), seg)
+        values, group = self._sorted_events(*typed_values(events, self.column, self.typ), seg)
         return {self.name: self._lists(values.astype(self.dtype), group, seg.count)}
 
     def window(self, parts: Columns, cells: np.ndarray, total: int, pos: np.ndarray,
@@ -568,7 +644,8 @@ class Sketch(ListPartial):
         return values[keep], group[keep]
 
     def of_events(self, events: pd.DataFrame, seg: Segments) -> Columns:
-        values, group = self._sorted_events(column_values(events, self.column, self.typ), seg)
+        values = column_values(events, self.column, self.typ)  # ints hash as their float
+        values, group = self._sorted_events(values, valid(values), seg)
         return {self.name: self._lists(hll.entries(values), group, seg.count)}
 
     def window(self, parts: Columns, cells: np.ndarray, total: int, pos: np.ndarray,

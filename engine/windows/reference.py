@@ -19,7 +19,11 @@ import pandas as pd
 
 from ..operator import SEQ, TIME
 from . import hll
+from .base import WindowOverflowError
 from .spec import Aggregate, WindowSpec
+
+#: The int64 range: an int sum outside it is an error (:class:`WindowOverflowError`).
+INT64 = (-(2**63), 2**63 - 1)
 
 #: One event: (time, arrival sequence, row).
 Member = tuple[int, int, dict]
@@ -31,30 +35,31 @@ def _windows(key: object, on_time: list[Member], spec: WindowSpec) -> list[Windo
     """The windows of one key's on-time events."""
     on_time = sorted(on_time, key=lambda e: (e[0], e[1]))
     if spec.kind == "count":  # every `every` events, the last `size` of them
-        return [_count_window(key, on_time, i, spec)
-                for i in range(spec.slide, len(on_time) + 1, spec.slide)]
+        every = spec.every_events
+        return [_count_window(key, on_time, i, spec) for i in range(every, len(on_time) + 1, every)]
     if spec.kind == "session":  # runs of events less than the gap apart
         runs: list[list[Member]] = []
         for event in on_time:
-            if not runs or event[0] - runs[-1][-1][0] >= spec.size_us:
+            if not runs or event[0] - runs[-1][-1][0] >= spec.gap_us:
                 runs.append([])
             runs[-1].append(event)
-        return [(key, r[0][0], r[-1][0] + spec.size_us, None, r) for r in runs]
+        return [(key, r[0][0], r[-1][0] + spec.gap_us, None, r) for r in runs]
     by_start: dict[int, list[Member]] = defaultdict(list)
+    size = spec.size_us
     for event in on_time:
         t = event[0]
         start = t - t % spec.slide
-        while start > t - spec.size_us:  # every window [start, start + size) holding t
+        while start > t - size:  # every window [start, start + size) holding t
             by_start[start].append(event)
             start -= spec.slide
-    return [(key, s, s + spec.size_us, None, members) for s, members in by_start.items()]
+    return [(key, s, s + size, None, members) for s, members in by_start.items()]
 
 
 def _count_window(key: object, released: list[Member], position: int, spec: WindowSpec
                   ) -> Window:
     """Count window ``position`` over the released events so far (all of its events once
     ``position`` events are released)."""
-    members = released[max(0, position - spec.size_us):position]
+    members = released[max(0, position - spec.size_events):position]
     return (key, members[0][0], members[-1][0], position, members)
 
 
@@ -88,6 +93,9 @@ def _value(agg: Aggregate, members: list[Member], spec: WindowSpec) -> object:
         return min(present, key=lambda e: (e[0], e[1]))[2][col]
     if fn == "last":
         return max(present, key=lambda e: (e[0], e[1]))[2][col]
+    if spec.value_types[col] == "int" and fn in ("sum", "avg"):  # exact: Python ints
+        total = sum(int(v) for v in values)
+        return total if fn == "sum" else total / len(values)
     return _numeric(agg, [float(v) for v in values], spec)
 
 
@@ -120,7 +128,9 @@ def _row(window: Window, spec: WindowSpec) -> dict:
     if position is not None:
         out["position"] = position
     for agg in spec.aggregates:
-        out[agg.name] = _value(agg, members, spec)
+        out[agg.name] = value = _value(agg, members, spec)
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            raise WindowOverflowError("the window reference", agg.name, key, start, end)
     return out
 
 
@@ -190,7 +200,8 @@ def window_updates_reference(events: pd.DataFrame, spec: WindowSpec, cuts: list[
                 ready = sorted((e for e in on_time if e[0] <= watermark),
                                key=lambda e: (e[0], e[1]))
                 new, released = len(ready) > released, len(ready)
-                for p in range(spec.slide, released + spec.size_us, spec.slide):
+                every, size = spec.every_events, spec.size_events
+                for p in range(every, released + size, every):
                     if p <= released and p not in done:
                         done.add(p)
                         rows.append({**_row(_count_window(key, ready, p, spec), spec),

@@ -7,7 +7,7 @@ prefix sums for invertible partials, van Herk/Gil-Werman scans for the others, m
 lists for holistic ones, so the work per event does not grow with ``size / slide`` the way copying
 every event into each of its windows does. A slice is dropped once the last window that contains
 it has been emitted, so a key keeps at most ``size / slice`` slices (plus the ones still open
-ahead of the watermark). Lateness and late events follow :mod:`engine.windows.tumbling`; windows
+ahead of the watermark). Lateness and late events follow :mod:`engine.windows.time_window`; windows
 without events emit nothing. In updates mode the open windows holding a slice that received
 events in the step are assembled the same way and emitted as early rows.
 """
@@ -19,20 +19,22 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..lateness import Marks
 from ..ordering import END_OF_INPUT
 from .segments import Columns, take, window_sum
 from .spec import WindowSpec
-from .tumbling import CODE, Marks, TumblingWindow
+from .time_window import CODE, TimeWindow
 
 
-class SlidingWindow(TumblingWindow):
+class SlidingWindow(TimeWindow):
     """Sliding windows per key (see module docstring)."""
 
-    version = "2"
+    version = "3"
 
     def __init__(self, spec: WindowSpec, name: str = "sliding"):
         super().__init__(spec, name)
-        self._slice = math.gcd(spec.size_us, spec.slide)
+        self.size, self.slide = spec.size_us, spec.slide_us
+        self._slice = math.gcd(self.size, self.slide)
 
     @property
     def slice_us(self) -> int:
@@ -41,12 +43,12 @@ class SlidingWindow(TumblingWindow):
     def _close(self, slices: Columns, touched: np.ndarray, marks: Marks
                ) -> tuple[pd.DataFrame, Columns]:
         lateness = self.spec.lateness_us
-        after = marks.after - lateness
+        after = marks.watermark(lateness)
         emitted = self._assemble(slices, marks.keys, marks.before - lateness, after,
                                  touched if self.updates else None)
         starts = slices["window_start"]
-        last_start = starts - np.mod(starts, self.spec.slide)  # last window holding the slice
-        return emitted, take(slices, last_start + self.spec.size_us > after[slices[CODE]])
+        last_start = starts - np.mod(starts, self.slide)  # last window holding the slice
+        return emitted, take(slices, last_start + self.size > after[slices[CODE]])
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         slices, marks = self._split_state(state)
@@ -60,7 +62,7 @@ class SlidingWindow(TumblingWindow):
         watermarks before and after the step, by the key codes of ``slices``: ``keys`` by code),
         assembled from ``slices``; with ``touched`` (updates mode) also early rows of the windows
         ending after ``after`` that hold a touched slice. Windows without events are left out."""
-        g, size, slide = self._slice, self.spec.size_us, self.spec.slide
+        g, size, slide = self._slice, self.size, self.slide
         width, hop = size // g, slide // g
         if not len(slices[CODE]):
             return self._empty_output()

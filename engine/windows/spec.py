@@ -10,7 +10,10 @@ from typing import Any
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
 from .udaf import Udaf, UdafError, parse_udaf
 
-WINDOW_KINDS = ("tumbling", "sliding", "session", "count")
+#: Window kind -> the shape fields of :class:`WindowSpec` it sets.
+SHAPE = {"tumbling": ("size_us",), "sliding": ("size_us", "slide_us"),
+         "session": ("gap_us",), "count": ("size_events", "every_events")}
+WINDOW_KINDS = tuple(SHAPE)
 EMIT_MODES = ("close", "updates")
 NUMERIC = ("int", "double")
 #: Column types the value-selecting and distinct-counting aggregates accept.
@@ -50,22 +53,37 @@ class Aggregate:
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """A per-key event-time window aggregate."""
+    """A per-key window aggregate; each kind reads its own shape fields (``kind`` tumbling:
+    ``size_us``; sliding: ``size_us`` and ``slide_us``; session: ``gap_us``; count:
+    ``size_events`` and ``every_events``), all positive, and leaves the others 0."""
 
     key: str
-    size_us: int
     lateness_us: int
     aggregates: tuple[Aggregate, ...]
     value_types: dict[str, str]  # column read by an aggregate -> recording type
     key_type: str
-    slide_us: int | None = None  # None: tumbling (slide = size)
-    kind: str = "tumbling"  # tumbling | sliding | session (size_us: the gap) | count (size_us:
-    # events per window, slide_us: events between emissions)
+    kind: str = "tumbling"  # tumbling | sliding | session | count
+    size_us: int = 0  # tumbling, sliding: window length
+    slide_us: int = 0  # sliding: distance between window starts
+    gap_us: int = 0  # session: the least distance between two sessions' events
+    size_events: int = 0  # count: events per window
+    every_events: int = 0  # count: events between emissions
     udafs: tuple[Udaf, ...] = ()
     emit: str = "close"  # close | updates (early rows for open windows, column ``final``)
 
+    def __post_init__(self) -> None:
+        if self.kind not in SHAPE:
+            raise ValueError(f"unknown window kind {self.kind!r} (expected {', '.join(SHAPE)})")
+        wanted = SHAPE[self.kind]
+        for name in ("size_us", "slide_us", "gap_us", "size_events", "every_events"):
+            value = getattr(self, name)
+            if (value > 0) != (name in wanted) or value < 0:
+                raise ValueError(f"a {self.kind} window has {' and '.join(wanted)} (positive) "
+                                 f"and no other shape field, got {name}={value!r}")
+
     @property
     def slide(self) -> int:
+        """The distance between window starts of a tumbling or sliding window."""
         return self.slide_us or self.size_us
 
     @property
@@ -107,13 +125,15 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise CatalogError(src, f"query.window.{name}",
                                    f"expected a positive number of events, got {value!r}")
-        return _checked(src, WindowSpec(size_us=size, slide_us=every, **common))
+        return _checked(src, WindowSpec(size_events=size, every_events=every, **common))
     measure = "gap" if window["type"] == "session" else "size"
     size = parse_duration_us(window.get(measure, ""), source=src,
                              fieldname=f"query.window.{measure}")
     if size <= 0:
         raise CatalogError(src, f"query.window.{measure}", "must be positive")
-    slide = None
+    if window["type"] == "session":
+        return _checked(src, WindowSpec(gap_us=size, **common))
+    slide = 0
     if window["type"] == "sliding":
         slide = parse_duration_us(window.get("slide", ""), source=src,
                                   fieldname="query.window.slide")

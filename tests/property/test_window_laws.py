@@ -24,6 +24,7 @@ from engine.windows import (
     SessionWindow,
     SlidingWindow,
     TumblingWindow,
+    WindowOperator,
     WindowSpec,
     window_reference,
     window_updates_reference,
@@ -51,17 +52,25 @@ def streams(draw):
     size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
     kind = draw(st.sampled_from(["tumbling", "sliding", "session", "count"]))
     slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
-             if kind == "sliding" else None)
+             if kind == "sliding" else 0)
     if kind == "count":  # size and slide count events
         size, slide = draw(st.integers(1, 5)), draw(st.integers(1, 4))
     lateness = draw(st.sampled_from([0, 2000, 4000, 100_000]))
-    spec = WindowSpec(key="k", size_us=size, lateness_us=lateness, aggregates=AGGS,
-                      value_types={"v": "int"}, key_type="string", slide_us=slide, kind=kind)
+    spec = WindowSpec(key="k", lateness_us=lateness, aggregates=AGGS, value_types={"v": "int"},
+                      key_type="string", kind=kind, **shape(kind, size, slide))
     plans = [sorted(draw(st.lists(st.integers(0, n), max_size=8))) for _ in range(2)]
     return events, spec, plans
 
 
-def operator(spec: WindowSpec) -> TumblingWindow:
+def shape(kind: str, size: int, slide: int) -> dict[str, int]:
+    """The shape fields of a window of ``kind`` (for sessions ``size`` is the gap, for count
+    windows ``size`` and ``slide`` count events)."""
+    return {"tumbling": {"size_us": size}, "sliding": {"size_us": size, "slide_us": slide},
+            "session": {"gap_us": size},
+            "count": {"size_events": size, "every_events": slide}}[kind]
+
+
+def operator(spec: WindowSpec) -> WindowOperator:
     kinds = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
              "count": CountWindow}
     return kinds[spec.kind](spec)
@@ -188,7 +197,7 @@ def test_sliding_state_is_bounded_by_the_window(case):
 def test_sliding_window_example():
     """Size 3, slide 1: an event at t=5 is in windows [3,6), [4,7), [5,8)."""
     spec = WindowSpec(key="k", size_us=3, lateness_us=0, aggregates=AGGS[:1], value_types={},
-                      key_type="string", slide_us=1)
+                      key_type="string", slide_us=1, kind="sliding")
     op = SlidingWindow(spec)
     events = pd.DataFrame({"k": ["a", "a"], TIME: [5, 6], SEQ: [0, 1]})
     out, _, _, _ = run_batches(op, [events])
@@ -199,7 +208,7 @@ def test_sliding_window_example():
 def test_session_windows_merge_runs_closer_than_the_gap():
     """Gap 10: events 0, 5, 30, 38 form sessions [0, 15) and [30, 48); 20 arriving late
     within the lateness bridges nothing (20 - 5 >= 10 and 30 - 20 >= 10) but 12 joins [0, ...)."""
-    spec = WindowSpec(key="k", size_us=10, lateness_us=100, aggregates=AGGS[:1], value_types={},
+    spec = WindowSpec(key="k", gap_us=10, lateness_us=100, aggregates=AGGS[:1], value_types={},
                       key_type="string", kind="session")
     op = SessionWindow(spec)
     events = pd.DataFrame({"k": ["a"] * 5, TIME: [0, 5, 30, 38, 12], SEQ: range(5)})
@@ -258,10 +267,10 @@ def typed_streams(draw, kind: str, emit: str = "close"):
     else:
         size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
         slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
-                 if kind == "sliding" else None)
-    spec = WindowSpec(key="k", size_us=size, lateness_us=draw(st.sampled_from(
-        [0, 2000, 4000, 100_000])), aggregates=ALL_AGGS, value_types=TYPES, key_type="string",
-        slide_us=slide, kind=kind, udafs=(RMS,), emit=emit)
+                 if kind == "sliding" else 0)
+    spec = WindowSpec(key="k", lateness_us=draw(st.sampled_from([0, 2000, 4000, 100_000])),
+                      aggregates=ALL_AGGS, value_types=TYPES, key_type="string", kind=kind,
+                      udafs=(RMS,), emit=emit, **shape(kind, size, slide))
     plans = [sorted(draw(st.lists(st.integers(0, n), max_size=8))) for _ in range(2)]
     return events, spec, plans
 
@@ -389,11 +398,10 @@ def test_state_stays_within_its_declared_bound_over_a_long_replay(kind):
     count windows at most size - 1 released events. Holistic slices hold exactly their own
     events' values (sorted), sketches at most one entry per register."""
     lateness = 5_000_000
-    size, slide = {"tumbling": (10_000_000, None), "sliding": (30_000_000, 20_000_000),
-                   "session": (2_000_000, None), "count": (20, 5)}[kind]
-    spec = WindowSpec(key="k", size_us=size, lateness_us=lateness, aggregates=BOUND_AGGS,
-                      value_types=TYPES, key_type="string", slide_us=slide, kind=kind,
-                      udafs=(RMS,))
+    size, slide = {"tumbling": (10_000_000, 0), "sliding": (30_000_000, 20_000_000),
+                   "session": (2_000_000, 0), "count": (20, 5)}[kind]
+    spec = WindowSpec(key="k", lateness_us=lateness, aggregates=BOUND_AGGS, value_types=TYPES,
+                      key_type="string", kind=kind, udafs=(RMS,), **shape(kind, size, slide))
     op = operator(spec)
     events = long_replay()
     state, on_time, late = op.init(), [], 0

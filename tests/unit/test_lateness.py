@@ -1,0 +1,69 @@
+"""The one lateness policy (engine/lateness.py) by hand-checked examples: the per-key watermark
+before each event, skipped (rejected) rows, the max after the batch, the reason text, and the
+batch split the window operators use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from engine.lateness import Marks, arrival_order, late_reasons, late_split, split_batch
+from engine.operator import REASON, SEQ, TIME
+from engine.ordering import NO_TIME
+
+
+def test_late_is_below_the_max_seen_before_minus_the_lateness():
+    # key 0: 10, 20, 5 -> 5 < 20 - 4; key 1 (max 8 before the batch): 7 on time, 3 < 8 - 4
+    code = np.array([0, 0, 0, 1, 1])
+    t = np.array([10, 20, 5, 7, 3])
+    split = late_split(code, t, np.array([NO_TIME, 8]), 4)
+    assert split.before.tolist() == [NO_TIME, 10, 20, 8, 8]
+    assert split.late.tolist() == [False, False, True, False, True]
+    assert split.after.tolist() == [20, 8]
+
+
+def test_an_event_exactly_at_the_watermark_is_on_time():
+    split = late_split(np.array([0, 0, 0]), np.array([10, 8, 7]), np.array([NO_TIME]), 2)
+    assert split.late.tolist() == [False, False, True]  # watermark 8: 8 on time, 7 late
+
+
+def test_skipped_rows_are_never_late_and_move_no_max():
+    # the rejected 100 would make 50 late; it is skipped, so 50 starts the key
+    split = late_split(np.array([0, 0, 0, 0]), np.array([100, 50, 60, 1]),
+                       np.array([NO_TIME]), 5, skip=np.array([True, False, False, True]))
+    assert split.before.tolist() == [NO_TIME, NO_TIME, 50, 60]
+    assert split.late.tolist() == [False, False, False, False]
+    assert split.after.tolist() == [60]
+
+
+def test_a_key_without_rows_keeps_its_prior_max():
+    split = late_split(np.array([1]), np.array([4]), np.array([30, NO_TIME, 7]), 0)
+    assert split.after.tolist() == [30, 4, 7]
+
+
+def test_arrival_order_groups_by_key_then_arrival():
+    order = arrival_order(np.array([1, 0, 1, 0]), np.array([3, 2, 0, 1]))
+    assert order.tolist() == [3, 1, 2, 0]
+
+
+def test_the_reason_names_the_event_time_the_watermark_and_the_lateness_in_iso():
+    assert late_reasons(np.array([0]), np.array([15_000_000]), 10_000_000) == [
+        "event time 1970-01-01T00:00:00.000000Z is below the key's watermark "
+        "1970-01-01T00:00:05.000000Z (max event time seen 1970-01-01T00:00:15.000000Z minus "
+        "lateness 10s)"]
+
+
+def test_split_batch_returns_late_rows_by_arrival_and_on_time_rows_by_key():
+    prior = Marks.of(np.array(["b"], dtype=object), np.array([100]))
+    batch = pd.DataFrame({"k": ["b", "a", "b", "a", "a"], TIME: [90, 50, 120, 10, 60],
+                          SEQ: [0, 1, 2, 3, 4], "v": [1, 2, 3, 4, 5]})
+    out = split_batch(batch, prior, "k", 20, keep=["k", TIME, SEQ, "v"])
+    # a: 50, then 10 < 50 - 20 late, 60; b (max 100): 90 on time, 120
+    assert out.late[SEQ].tolist() == [3]
+    assert "below the key's watermark" in out.late[REASON].iloc[0]
+    assert out.on_time["v"].tolist() == [2, 5, 1, 3]
+    assert out.code.tolist() == [0, 0, 1, 1]
+    assert out.marks.keys.tolist() == ["a", "b"]
+    assert out.marks.before.tolist() == [NO_TIME, 100]
+    assert out.marks.after.tolist() == [60, 120]
+    assert out.marks.watermark(20).tolist() == [40, 100]
