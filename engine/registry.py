@@ -9,7 +9,9 @@ import pandas as pd
 
 from .catalog import QuerySpec, RecordingSpec
 from .operator import KeyedOperator
-from .qre.stream import QreOperator, parse_qre_query, qre_reference
+from .qre.keyed import QreOperator
+from .qre.query_spec import parse_qre_query
+from .qre.stream_reference import qre_reference
 from .spj.inputs import merged_recording
 from .spj.stream import SpjOperator
 from .windows import (
