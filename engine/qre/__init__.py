@@ -3,6 +3,7 @@
 See ``engine/qre/README.md`` for the textual syntax.
 """
 
+from ..expr.values import UNIT
 from .build import apply, atom, bottom, choice, combine, eps, iterate, split
 from .compiled import CompiledEvaluator, CompiledState
 from .derivative import DerivativeEvaluator, DerivativeState
@@ -17,7 +18,7 @@ from .strong import strongly_typed
 from .sugar import any_items, average, count, plus, suffix, total
 from .terms import Term
 from .text import parse
-from .values import UNIT, Outcome
+from .values import Outcome
 
 __all__ = [
     "UNIT",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..expr.values import UNIT
 from .compiled import Automaton, CompiledEvaluator, explore
 from .derivative import DerivativeEvaluator
 from .evaluator import State
@@ -26,7 +27,7 @@ from .kernel_states import KernelStates
 from .kernel_values import Kind
 from .strong import strongly_typed
 from .terms import Term
-from .values import UNIT, Outcome
+from .values import Outcome
 
 #: Kernel field kind of a run whose values of a field all have the kind.
 _FIELD_KINDS = {INT: "int", FLOAT: "float", BOOL: "bool"}

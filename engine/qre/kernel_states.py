@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..expr.values import UNIT
 from .compiled import Automaton, CompiledState
 from .kernel_values import INT_MIN, Kind
 from .state_format import (
@@ -29,7 +30,6 @@ from .state_format import (
     tuple_header,
     write_varint,
 )
-from .values import UNIT
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..expr.parser import Tree
+from ..expr.values import UNIT
 from .compiled import Sym
-from .expr import Expr, Tree
+from .expr import Expr
 from .ops import NAMED, Op
-from .values import UNIT
 
 Kind = Any  # "i" int64 | "f" float64 | "b" bool (an int slot) | "u" unit | a tuple of kinds
 #: Readable name of each scalar kind.

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..expr.values import UNIT
 from .errors import QREError
-from .values import UNIT
 
 #: Width of an encoded float (its tag and 8 bytes) and the longest encoded int64.
 FLOAT_WIDTH = 9
