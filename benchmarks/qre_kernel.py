@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import pickle
 import tempfile
 import time
@@ -40,7 +39,8 @@ from engine.catalog import load_catalog
 from engine.operator import SEQ, TIME
 from engine.qre import CompiledEvaluator, DerivativeEvaluator, Evaluator, parse
 from engine.qre.kernel import MODES, Kernel, compile_kernel
-from engine.qre.stream import QreOperator
+from engine.qre.kernel_cache import cache_dir, configure_cache
+from engine.qre.keyed import QreOperator
 from engine.registry import operator_for
 from jobs.recordings.generators import generate_vitals
 
@@ -96,13 +96,6 @@ def time_interpreter(engine: Evaluator, text: str, rates: np.ndarray, bounds: np
     return time.perf_counter() - started, outputs, states
 
 
-class InterpreterOnly(QreOperator):
-    """The keyed operator as it was: every run on the compiled interpreter."""
-
-    def _kernel_runs(self, runs: Any) -> dict:
-        return {}
-
-
 def time_operator(op: QreOperator, events: pd.DataFrame) -> tuple[float, pd.DataFrame]:
     """Seconds to step ``op`` through ``events`` in 10 batches and finish, and its output."""
     state, outputs = op.init(), []
@@ -120,11 +113,12 @@ def time_operator(op: QreOperator, events: pd.DataFrame) -> tuple[float, pd.Data
 def compile_cold(text: str) -> tuple[Kernel | str, float]:
     """The kernel compiled with an empty numba cache, and the seconds it took."""
     with tempfile.TemporaryDirectory(prefix="reprise-kernel-bench-") as cache:
-        os.environ["REPRISE_KERNEL_DIR"] = cache
+        previous = cache_dir()
+        configure_cache(cache)
         started = time.perf_counter()
         kernel = compile_kernel(text, {FIELD: "int"})
         elapsed = time.perf_counter() - started
-        del os.environ["REPRISE_KERNEL_DIR"]
+        configure_cache(previous)
     return kernel, elapsed
 
 
@@ -161,7 +155,7 @@ def main() -> None:
     mine = pc.is_in(table.column("patient_id"), pa.array(patients[:cut]))
     events = table.filter(mine).select(["patient_id", TIME, SEQ, FIELD]).to_pandas()
     op_fast_s, out_fast = time_operator(fast, events)
-    op_slow_s, out_slow = time_operator(InterpreterOnly(fast.spec, fast.name), events)
+    op_slow_s, out_slow = time_operator(QreOperator(fast.spec, fast.name, use_kernel=False), events)
     pd.testing.assert_frame_equal(out_fast, out_slow)
 
     keys = len(bounds) - 1

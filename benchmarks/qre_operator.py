@@ -34,7 +34,8 @@ import pyarrow.compute as pc
 from engine.catalog import load_catalog
 from engine.operator import SEQ, TIME, run_batches
 from engine.qre.kernel import Kernel
-from engine.qre.stream import QreOperator, parse_qre_query
+from engine.qre.keyed import QreOperator
+from engine.qre.query_spec import parse_qre_query
 from jobs.recordings.generators import generate_vitals
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,19 +3,22 @@
 See ``engine/qre/README.md`` for the textual syntax.
 """
 
+from ..expr.values import UNIT
 from .build import apply, atom, bottom, choice, combine, eps, iterate, split
 from .compiled import CompiledEvaluator, CompiledState
 from .derivative import DerivativeEvaluator, DerivativeState
 from .errors import MissingFieldError, QREError, QRESyntaxError, QRETypeError
 from .evaluator import Evaluator, State, evaluate, run
 from .hierarchical import HierarchicalEvaluator, HierarchicalState
-from .kernel import Kernel, KernelRun, KernelStates, compile_kernel, kernel_for, kernel_reason
+from .kernel import Kernel, KernelRun, compile_kernel, kernel_for, kernel_reason
+from .kernel_cache import configure_cache
+from .kernel_states import KernelStates
 from .reference import reference, reference_multiset, reference_poly
 from .strong import strongly_typed
 from .sugar import any_items, average, count, plus, suffix, total
 from .terms import Term
 from .text import parse
-from .values import UNIT, Outcome
+from .values import Outcome
 
 __all__ = [
     "UNIT",
@@ -44,6 +47,7 @@ __all__ = [
     "choice",
     "combine",
     "compile_kernel",
+    "configure_cache",
     "count",
     "eps",
     "evaluate",

@@ -11,13 +11,12 @@ pickles as (query, shape key, registers) and is rebuilt on load.
 
 ``explore`` builds the whole automaton (finite for strongly typed queries) and numbers its shapes
 canonically; ``Automaton.dump`` / ``load`` then encode a state compactly and canonically as its
-shape number and typed register values (equal states give equal bytes). This encoding is shared
-with the numba kernel (``kernel.py``), so either engine can continue the other's state.
+shape number and typed register values (``state_format``; equal states give equal bytes). The
+numba kernel uses the same format, so either engine can continue the other's state.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +37,10 @@ from .hierarchical import (
 )
 from .minterms import TooComplex, minterms
 from .ops import Op, Pred
+from .state_format import decode_state, encode_state
 from .strong import strongly_typed
 from .terms import Term, check_item
-from .values import UNIT, Outcome
+from .values import Outcome
 
 Sym = tuple[Any, ...]  # ("const", v) | ("reg", i) | ("item", op) | ("call", op, args)
 Code = Callable[[list[Any], Any], Any]
@@ -100,12 +100,12 @@ def _compile(expr: Sym) -> Code:
 
 
 @dataclass
-class _Shape:
+class Shape:
     key: Any
     qset: QSet
     outs: list[Code]
     out_syms: list[Sym]
-    transitions: dict[tuple[bool, ...], tuple[_Shape, list[Code]]] = field(default_factory=dict)
+    transitions: dict[tuple[bool, ...], tuple[Shape, list[Code]]] = field(default_factory=dict)
     #: The register-update program of each transition, as symbolic expressions.
     programs: dict[tuple[bool, ...], list[Sym]] = field(default_factory=dict)
 
@@ -121,7 +121,7 @@ class Machine:
         self._op_index: dict[int, int] = {}
         self._static_index: dict[int, int] = {}
         root = self._symbolic(to_qset(query))
-        self.shapes: dict[Any, _Shape] = {}
+        self.shapes: dict[Any, Shape] = {}
         self.start = self._shape(("static", self._static_index[id(root)]), root)
 
     def _symbolic(self, qset: QSet) -> QSet:
@@ -152,15 +152,15 @@ class Machine:
             self.ops.append(op)
         return _SymOp(op)
 
-    def _shape(self, key: Any, qset: QSet) -> _Shape:
+    def _shape(self, key: Any, qset: QSet) -> Shape:
         shape = self.shapes.get(key)
         if shape is None:
             out_syms = [v for node in qset for v in node.outs]
-            shape = self.shapes[key] = _Shape(key, qset, [_compile(v) for v in out_syms],
+            shape = self.shapes[key] = Shape(key, qset, [_compile(v) for v in out_syms],
                                               out_syms)
         return shape
 
-    def transition(self, shape: _Shape, truth: tuple[bool, ...]) -> tuple[_Shape, list[Code]]:
+    def transition(self, shape: Shape, truth: tuple[bool, ...]) -> tuple[Shape, list[Code]]:
         """The next shape and register program on an item with predicate vector ``truth``."""
         known = shape.transitions.get(truth)
         if known is None:
@@ -218,7 +218,7 @@ class CompiledState:
     """Evaluator state: the machine (shared, not pickled), the current shape and registers."""
 
     machine: Machine
-    shape: _Shape
+    shape: Shape
     registers: tuple[Any, ...]
 
     def step(self, item: Any) -> CompiledState:
@@ -270,7 +270,7 @@ class Automaton:
 
     machine: Machine
     symbols: list[tuple[bool, ...]]
-    shapes: list[_Shape]
+    shapes: list[Shape]
     index: dict[Any, int]
 
     def step(self, shape: int, symbol: int) -> tuple[int, list[Sym]]:
@@ -285,20 +285,11 @@ class Automaton:
 
     def encode(self, shape: int, registers: tuple[Any, ...]) -> bytes:
         """Canonical bytes of a state: the shape number, then each register as a typed value."""
-        out = bytearray()
-        _varint(out, shape)
-        for value in registers:
-            _pack(value, out)
-        return bytes(out)
+        return encode_state(shape, registers)
 
     def decode(self, blob: bytes) -> tuple[int, tuple[Any, ...]]:
         """Inverse of ``encode``."""
-        shape, pos = _read_varint(blob, 0)
-        registers = []
-        while pos < len(blob):
-            value, pos = _unpack(blob, pos)
-            registers.append(value)
-        return shape, tuple(registers)
+        return decode_state(blob)
 
     def dump(self, state: CompiledState) -> bytes:
         """Canonical bytes of an interpreter state."""
@@ -347,69 +338,3 @@ def _explore(query: Term) -> Automaton | str:
                 index[nxt.key] = len(shapes)
                 shapes.append(nxt)
     return Automaton(machine, symbols, shapes, index)
-
-
-def _varint(out: bytearray, n: int) -> None:
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, pos
-
-
-def _pack(value: Any, out: bytearray) -> None:
-    """Append a typed value: ``u`` unit, ``T``/``F`` bools, ``i`` zigzag varint ints, ``f``
-    doubles, ``s`` strings, ``t`` tuples."""
-    if value is UNIT:
-        out += b"u"
-    elif isinstance(value, bool):
-        out += b"T" if value else b"F"
-    elif isinstance(value, int):
-        out += b"i"
-        _varint(out, 2 * value if value >= 0 else -2 * value - 1)
-    elif isinstance(value, float):
-        out += b"f" + struct.pack("<d", value)
-    elif isinstance(value, str):
-        data = value.encode()
-        out += b"s"
-        _varint(out, len(data))
-        out += data
-    elif isinstance(value, tuple):
-        out += b"t"
-        _varint(out, len(value))
-        for item in value:
-            _pack(item, out)
-    else:
-        raise QREError(f"cannot encode the value {value!r} of type {type(value).__name__} in a "
-                       "state")
-
-
-def _unpack(data: bytes, pos: int) -> tuple[Any, int]:
-    tag = data[pos:pos + 1]
-    pos += 1
-    if tag in (b"u", b"T", b"F"):
-        return {b"u": UNIT, b"T": True, b"F": False}[tag], pos
-    if tag == b"f":
-        return struct.unpack_from("<d", data, pos)[0], pos + 8
-    n, pos = _read_varint(data, pos)
-    if tag == b"i":
-        return (n >> 1) if not n & 1 else -((n + 1) >> 1), pos
-    if tag == b"s":
-        return data[pos:pos + n].decode(), pos + n
-    if tag != b"t":
-        raise QREError(f"corrupt state: unknown value tag {tag!r}")
-    items = []
-    for _ in range(n):
-        item, pos = _unpack(data, pos)
-        items.append(item)
-    return tuple(items), pos

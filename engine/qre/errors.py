@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from ..errors import RepriseError
+from ..expr.errors import ExprSyntaxError
 
 
 class QREError(RepriseError):
     """Base class of every error raised by ``engine.qre``."""
 
 
-class QRESyntaxError(QREError):
+class QRESyntaxError(QREError, ExprSyntaxError):
     """Malformed text; carries the 1-based ``line`` and ``column`` of the offending token."""
-
-    def __init__(self, message: str, line: int, column: int):
-        super().__init__(f"line {line}, column {column}: {message}")
-        self.line = line
-        self.column = column
 
 
 class QRETypeError(QREError):

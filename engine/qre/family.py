@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..catalog import QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
-from .stream import QreOperator, QreSpec, parse_qre_query, qre_reference
+from .keyed import QreOperator
+from .query_spec import QreSpec, parse_qre_query
+from .stream_reference import qre_reference
 
 
 class QreFamily(QueryFamily):

@@ -15,7 +15,8 @@ import itertools
 from fractions import Fraction
 from typing import Any
 
-from .expr import render, run
+from ..expr.parser import render
+from .expr import run
 from .ops import Pred
 
 Formula = tuple[Any, ...]  # ("const", b) | ("lit", i) | ("not", f) | ("and"/"or", f, g)

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import QRETypeError
+from ..expr.lexer import TokenStream, tokenize
+from ..expr.values import UNIT
+from .errors import QRESyntaxError, QRETypeError
 from .expr import Expr, lambda_body, parse_item_expr
-from .lexer import TokenStream, tokenize
 from .types import ANY, BOOL, NUM, UNIT_T, Type, join, show
-from .values import UNIT
 
 _callable_ids: dict[int, tuple[object, int]] = {}
 _counter = itertools.count()
@@ -211,7 +211,7 @@ def _param(stream: TokenStream) -> str:
 def as_op(op: str | Callable[..., Any] | Op, arity: int) -> Op:
     """Turn a named op, lambda text or callable into an ``Op`` taking ``arity`` arguments."""
     if isinstance(op, str):
-        stream = TokenStream(tokenize(op))
+        stream = TokenStream(tokenize(op, QRESyntaxError), QRESyntaxError)
         result = op_from_stream(stream)
         if stream.peek().kind != "eof":
             stream.fail("unexpected text after operation")

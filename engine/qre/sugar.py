@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..expr.values import UNIT
 from .build import OpLike, PredLike, atom, combine, eps, iterate, split
 from .terms import Term
-from .values import UNIT
 
 
 def any_items() -> Term:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..expr.lexer import Token, TokenStream, tokenize
 from . import build, sugar
-from .errors import QRETypeError
+from .errors import QRESyntaxError, QRETypeError
 from .expr import item_expr
-from .lexer import Token, TokenStream, tokenize
 from .ops import NAMED, Op, item_op_from_expr, op_from_stream, pred_from_expr
 from .terms import Term
 
@@ -17,12 +17,12 @@ _KEYWORDS = frozenset({"let", "in", "bottom", "eps", "atom", "split", "iter", "a
 
 def parse(text: str) -> Term:
     """Parse a query written in the textual syntax; errors carry line and column."""
-    return _Parser(tokenize(text)).program()
+    return _Parser(tokenize(text, QRESyntaxError)).program()
 
 
 class _Parser:
     def __init__(self, tokens: list[Token]):
-        self.s = TokenStream(tokens)
+        self.s = TokenStream(tokens, QRESyntaxError)
         self.queries: dict[str, Term] = {}
         self.ops: dict[str, Op] = {}
 

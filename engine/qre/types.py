@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Union
 
-from .values import UNIT
+from ..expr.values import UNIT
 
 Type = Union[str, tuple["Type", ...]]  # noqa: UP007 -- recursive alias
 ANY: Type = "any"

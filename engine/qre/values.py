@@ -1,29 +1,9 @@
-"""Runtime values shared by all evaluators: the unit value and the tri-state ``Outcome``."""
+"""The tri-state ``Outcome`` shared by all evaluators (the unit value is in ``engine.expr``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
-
-
-class _Unit:
-    """The single value of the unit type (the paper's ``def``)."""
-
-    _instance: _Unit | None = None
-
-    def __new__(cls) -> _Unit:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "unit"
-
-    def __reduce__(self) -> tuple[type, tuple[()]]:
-        return (_Unit, ())
-
-
-UNIT = _Unit()
 
 Kind = Literal["value", "none", "ambiguous"]
 

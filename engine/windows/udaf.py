@@ -1,5 +1,5 @@
 """User-declared algebraic aggregates: ``{init, add, merge, finish}`` in the safe expression
-language of :mod:`engine.qre.expr` (no Python eval), evaluated over numpy arrays.
+language of :mod:`engine.expr` (no Python eval), evaluated over numpy arrays.
 
 ``init`` is a constant: a number or a flat tuple of numbers (the accumulator). ``add: (a, x) ->
 a'`` folds one value into an accumulator, ``merge: (a, b) -> a'`` combines two accumulators (it
@@ -7,7 +7,8 @@ must be associative and commutative, with ``init`` as identity, and ``add(a, x)`
 ``merge(a, add(init, x))``: the engine lifts each value with ``add(init, x)`` and merges, the
 reference folds ``add``), ``finish: a -> number``. Expressions use the QRE expression syntax
 (arithmetic, comparisons, ``and/or/not``, tuples, ``a[i]``, ``abs/min/max``) plus ``sqrt``,
-``exp``, ``log`` and ``pow``. All arithmetic is float64 (division by zero gives inf or nan).
+``exp``, ``log`` and ``pow`` (:data:`engine.expr.functions.UDAF_FUNCTIONS`). All arithmetic is
+float64 (division by zero gives inf or nan).
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import RepriseError
-from ..qre.errors import QRESyntaxError
-from ..qre.expr import FUNCTIONS, ExprParser, Tree, render
-from ..qre.lexer import TokenStream, tokenize
+from ..expr.errors import ExprSyntaxError
+from ..expr.functions import UDAF_FUNCTIONS, arities
+from ..expr.lexer import TokenStream, tokenize
+from ..expr.parser import ExprParser, Tree, render
 
-#: Functions available in udaf expressions: name -> (arity, numpy implementation).
-MATH: dict[str, tuple[int, Callable[..., Any]]] = {
-    "abs": (1, np.abs), "min": (2, np.minimum), "max": (2, np.maximum), "sqrt": (1, np.sqrt),
-    "exp": (1, np.exp), "log": (1, np.log), "pow": (2, np.power)}
+_FUNCTIONS = arities(UDAF_FUNCTIONS)
 _ARITH: dict[str, Callable[..., Any]] = {
     "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
     "//": np.floor_divide, "%": np.mod}
@@ -43,25 +42,6 @@ class UdafError(RepriseError):
     def __init__(self, part: str, problem: str):
         self.part = part
         super().__init__(problem)
-
-
-class _Parser(ExprParser):
-    """The QRE expression parser with the extra functions of :data:`MATH`."""
-
-    def _primary(self) -> Tree:
-        tok = self.s.peek()
-        if (tok.kind == "name" and tok.text in MATH and tok.text not in FUNCTIONS
-                and self.s.at("(", 1)):
-            self.s.next()
-            self.s.expect("(")
-            args = [self.parse()]
-            while self.s.accept(","):
-                args.append(self.parse())
-            self.s.expect(")")
-            if len(args) != MATH[tok.text][0]:
-                self.s.fail(f"{tok.text} takes {MATH[tok.text][0]} argument(s), got {len(args)}")
-            return ("call", tok.text, *args)
-        return super()._primary()
 
 
 @dataclass(frozen=True)
@@ -118,7 +98,7 @@ def evaluate(tree: Tree, args: tuple[Any, ...]) -> Any:
     if tag == "neg":
         return np.negative(evaluate(tree[1], args))
     if tag == "call":
-        return MATH[tree[1]][1](*(evaluate(t, args) for t in tree[2:]))
+        return UDAF_FUNCTIONS[tree[1]][1](*(evaluate(t, args) for t in tree[2:]))
     if tag == "tuple":
         return tuple(evaluate(t, args) for t in tree[1:])
     if tag == "index":
@@ -184,10 +164,10 @@ def _parse(part: str, text: str, arity: int | None) -> Lambda:
             if len(params) != arity:
                 raise UdafError(part, f"expected a lambda of {arity} parameter(s), got "
                                 f"{len(params)}: {text!r}")
-        tree = _Parser(stream, params).parse()
+        tree = ExprParser(stream, _FUNCTIONS, params).parse()
         if stream.peek().kind != "eof":
             stream.fail("unexpected text after expression")
-    except QRESyntaxError as exc:
+    except ExprSyntaxError as exc:
         raise UdafError(part, f"does not parse: {exc}: {text!r}") from exc
     if arity is None and _names(tree):
         raise UdafError(part, f"must be a constant (a number or tuple of numbers), got {text!r}")

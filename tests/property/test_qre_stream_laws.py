@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.operator import SEQ, TIME, run_batches
-from engine.qre.stream import QreOperator, QreSpec, qre_reference
+from engine.qre.keyed import QreOperator
+from engine.qre.query_spec import QreSpec
+from engine.qre.stream_reference import qre_reference
 
 QUERIES = {
     # strongly typed: compiled path
@@ -117,7 +119,7 @@ def test_disorder_within_lateness_is_reordered_by_event_time():
 
 def test_query_file_reading_an_unknown_column_is_rejected_at_load():
     from engine.catalog import CatalogError, RecordingSpec, parse_query
-    from engine.qre.stream import parse_qre_query
+    from engine.qre.query_spec import parse_qre_query
 
     recording = RecordingSpec(name="r", columns={"k": "string", "ts": "timestamp", "v": "int"},
                               key="k", time="ts")

@@ -17,8 +17,11 @@ from test_qre_examples import CASES
 from engine.operator import SEQ, TIME, run_batches
 from engine.qre import CompiledEvaluator, atom, evaluate, iterate, parse, run
 from engine.qre.compiled import explore
+from engine.qre.dispatch import RunEvaluator
 from engine.qre.kernel import Kernel, compile_kernel, kernel_for, kernel_reason
-from engine.qre.stream import QreOperator, QreSpec, qre_reference
+from engine.qre.keyed import QreOperator
+from engine.qre.query_spec import QreSpec
+from engine.qre.stream_reference import qre_reference
 
 QUERIES = Path(__file__).resolve().parents[2] / "schemas" / "queries"
 EPISODES = yaml.safe_load((QUERIES / "vitals_episode_max_avg.yaml").read_text())["query"]
@@ -180,14 +183,13 @@ def test_the_operator_uses_the_kernel_with_identical_results_and_states(output, 
                                              (4500, 6000)]]
     fast = QreOperator(spec(EPISODES, output))
     calls = []
-    original = QreOperator._kernel_runs
-    monkeypatch.setattr(QreOperator, "_kernel_runs",
+    original = RunEvaluator.kernel_runs
+    monkeypatch.setattr(RunEvaluator, "kernel_runs",
                         lambda self, runs: calls.append(len(runs)) or original(self, runs))
     out_fast, _, state_fast, digests_fast = run_batches(fast, batches)
     assert sum(calls) > 0
-    monkeypatch.setattr(QreOperator, "_kernel_runs", lambda self, runs: {})
-    out_slow, _, _, digests_slow = run_batches(QreOperator(spec(EPISODES, output)),
-                                                       batches)
+    out_slow, _, _, digests_slow = run_batches(
+        QreOperator(spec(EPISODES, output), use_kernel=False), batches)
     pd.testing.assert_frame_equal(out_fast, out_slow)
     assert digests_fast == digests_slow
     reference, _, _ = qre_reference(events, spec(EPISODES, output))
@@ -204,8 +206,8 @@ def test_values_of_other_types_or_states_fall_back_to_the_interpreter(monkeypatc
                                                                   dtype=object)})
     op = QreOperator(spec(text, "every"))
     interpreted = []
-    original = QreOperator._interpret
-    monkeypatch.setattr(QreOperator, "_interpret", lambda self, run: interpreted.append(
+    original = RunEvaluator.interpret
+    monkeypatch.setattr(RunEvaluator, "interpret", lambda self, run: interpreted.append(
         (run.key, len(run.ready))) or original(self, run))
     out, _, _, _ = run_batches(op, [events.iloc[:3], events.iloc[3:]])
     reference, _, _ = qre_reference(events, spec(text, "every"))
@@ -218,4 +220,4 @@ def test_the_operator_pickles_without_its_compiled_code():
     op = QreOperator(spec(EPISODES, "changes"))
     op.step(op.init(), vitals_events(50, keys=2))
     copy = pickle.loads(pickle.dumps(op))
-    assert copy.spec == op.spec and copy.automaton is not None
+    assert copy.spec == op.spec and copy.runs.automaton is not None

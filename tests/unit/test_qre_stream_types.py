@@ -7,7 +7,8 @@ import pytest
 
 from engine.catalog import parse_query, parse_recording
 from engine.operator import SEQ, TIME, run_batches
-from engine.qre.stream import QreOperator, parse_qre_query
+from engine.qre.keyed import QreOperator
+from engine.qre.query_spec import parse_qre_query
 
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
                       "columns": {"k": "string", "ts": "timestamp", "v": "int"}})

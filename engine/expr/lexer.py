@@ -1,4 +1,8 @@
-"""Tokenizer shared by the expression language and the query text syntax."""
+"""Tokenizer of the expression language (also used by the QRE query syntax).
+
+Every syntax error is raised as ``error(message, line, column)``: :class:`ExprSyntaxError` unless
+the caller passes a subclass of its own (the QRE package passes ``QRESyntaxError``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import NoReturn
 
-from .errors import QRESyntaxError
+from .errors import ExprSyntaxError
 
 _TOKEN = re.compile(
     r"""(?P<ws>[ \t\r\n]+|\#[^\n]*)
@@ -28,14 +32,15 @@ class Token:
     column: int
 
 
-def tokenize(text: str) -> list[Token]:
-    """Split ``text`` into tokens (ending with an ``eof`` token); bad characters raise."""
+def tokenize(text: str, error: type[ExprSyntaxError] = ExprSyntaxError) -> list[Token]:
+    """Split ``text`` into tokens (ending with an ``eof`` token); bad characters raise
+    ``error``."""
     tokens: list[Token] = []
     pos, line, line_start = 0, 1, 0
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None:
-            raise QRESyntaxError(f"unexpected character {text[pos]!r}", line, pos - line_start + 1)
+            raise error(f"unexpected character {text[pos]!r}", line, pos - line_start + 1)
         kind = match.lastgroup or ""
         chunk = match.group()
         if kind != "ws":
@@ -50,11 +55,13 @@ def tokenize(text: str) -> list[Token]:
 
 
 class TokenStream:
-    """A cursor over tokens with the small helpers recursive-descent parsers need."""
+    """A cursor over tokens with the small helpers recursive-descent parsers need; syntax
+    errors are raised as ``error``."""
 
-    def __init__(self, tokens: list[Token]):
+    def __init__(self, tokens: list[Token], error: type[ExprSyntaxError] = ExprSyntaxError):
         self.tokens = tokens
         self.pos = 0
+        self.error = error
 
     def peek(self, ahead: int = 0) -> Token:
         return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
@@ -80,6 +87,11 @@ class TokenStream:
         return self.next()
 
     def fail(self, message: str, tok: Token | None = None) -> NoReturn:
+        """Raise a syntax error at ``tok`` (default: the next token), saying what was found."""
         tok = tok or self.peek()
         found = "end of input" if tok.kind == "eof" else repr(tok.text)
-        raise QRESyntaxError(f"{message}, found {found}", tok.line, tok.column)
+        self.fail_at(f"{message}, found {found}", tok)
+
+    def fail_at(self, message: str, tok: Token) -> NoReturn:
+        """Raise the syntax error ``message`` at ``tok``."""
+        raise self.error(message, tok.line, tok.column)

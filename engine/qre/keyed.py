@@ -1,0 +1,282 @@
+"""QREs as a keyed stream operator: per key, events in event-time order, with allowed lateness.
+
+An event that lacks a field the query reads, or has it null, is rejected with a reason (it goes
+to the quarantine table) before it can move the watermark. Per key, an event below the watermark
+(max event time seen in arrival order minus lateness) is late and goes to the late table. Other
+events wait in a buffer until the watermark reaches them; they are then fed to the evaluator in
+(event time, arrival) order, so the output does not depend on arrival disorder within the lateness
+or on batch boundaries. Output modes: ``every`` (a row for each event after which the output is a
+value), ``changes`` (only when that value changes), ``final`` (the value at the end of the input).
+Items are the recording's columns; timestamp columns are given to the query as microseconds since
+the epoch.
+
+Released events are evaluated by ``dispatch.RunEvaluator`` (the numba kernel or an
+interpreter). The catalog side is ``query_spec``, the event columns and buffer format ``events``,
+the checking reference ``stream_reference``.
+
+A step works on whole columns: the batch is sorted by (key, arrival), rejection and lateness are
+array operations, and the buffered events of every key are released together. The state has one
+row per key: ``max_t``, the evaluator state, ``last`` (the last emitted ``value_json``; in mode
+``final`` the ``[event time, arrival]`` of the last released event) and the buffered events,
+``pending`` and ``pending_values`` (``events.PendingBuffer``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..catalog import COLUMN_TYPES
+from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
+from ..ordering import END_OF_INPUT, NO_TIME, max_before, order_by_code
+from .dispatch import Released, RunEvaluator, value_of
+from .events import (
+    Events,
+    PendingBuffer,
+    classify,
+    field_values,
+    key_order,
+    missing_reason,
+    objects,
+)
+from .query_spec import QreSpec
+from .text import parse
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Per key of a step: its state row's columns (a key new to the state has no evaluator, no
+    buffered events and no last output)."""
+
+    key: np.ndarray
+    max_t: np.ndarray  # int64
+    evaluator: np.ndarray  # object: bytes or None
+    pending: np.ndarray  # object: bytes
+    pending_values: np.ndarray  # object: str or None
+    last: np.ndarray  # object: str or None
+
+    @staticmethod
+    def of(keys: np.ndarray, state: pd.DataFrame, at: np.ndarray) -> tuple[Keys, pd.DataFrame]:
+        """``keys`` (unique) with their rows in ``state`` (``at``: each row's position in
+        ``keys``, -1 for none), and the state's other rows."""
+        n = len(keys)
+        found = Keys(keys, np.full(n, NO_TIME, np.int64), np.full(n, None, object),
+                      np.full(n, b"", object), np.full(n, None, object), np.full(n, None, object))
+        mine = at >= 0
+        rows = state[mine]
+        for name in ("max_t", "evaluator", "pending", "pending_values", "last"):
+            getattr(found, name)[at[mine]] = rows[name].to_numpy()
+        return found, state[~mine]
+
+
+
+@dataclass(frozen=True)
+class LateSplit:
+    """Which events of a batch are late, and the keys' max event time after it."""
+
+    late: np.ndarray  # bool per event
+    max_t: np.ndarray  # int64 per key
+    reasons: np.ndarray  # object per event: why a late event is late (None for the others)
+
+
+def split_late(code: np.ndarray, t: np.ndarray, rejected: np.ndarray, prior_max_t: np.ndarray,
+               lateness: int) -> LateSplit:
+    """The lateness rule over a batch sorted by (key number ``code``, arrival): an event is late
+    when its event time ``t`` is below its key's watermark, the max event time seen before it in
+    arrival order (from ``prior_max_t``, per key) minus ``lateness``. Rejected events do not
+    count; late ones do, as they are below the max and change no max."""
+    before, running = max_before(code, np.where(rejected, NO_TIME, t), prior_max_t)
+    late = ~rejected & (before != NO_TIME) & (t < before - lateness)
+    max_t = np.maximum(prior_max_t, running[np.diff(code, append=len(prior_max_t)) != 0])
+    reasons = np.full(len(t), None, dtype=object)
+    at = np.flatnonzero(late)
+    reasons[at] = [
+        f"event time {ti} us is below the key's watermark {bi - lateness} us (max event "
+        f"time {bi} us minus lateness {lateness} us)"
+        for ti, bi in zip(t[at].tolist(), before[at].tolist(), strict=True)]
+    return LateSplit(late, max_t, reasons)
+
+
+class QreOperator(KeyedOperator):
+    """The keyed QRE operator (see module docstring); ``use_kernel=False`` evaluates every run
+    on the interpreter (same outputs and states, slower)."""
+
+    version = "3"
+
+    def __init__(self, spec: QreSpec, name: str = "qre", use_kernel: bool = True):
+        self.spec, self.name, self.key = spec, name, spec.key
+        self.use_kernel = use_kernel
+        self.term = parse(spec.text)
+        self.fields = tuple(sorted(self.term.fields))
+        self.runs = RunEvaluator(self.term, self.fields, spec.output, use_kernel)
+        self.buffer = PendingBuffer(len(self.fields))
+        key_type = COLUMN_TYPES[spec.key_type]
+        self.state_codec = StateCodec(pa.schema([
+            (self.key, key_type), ("max_t", pa.int64()), ("evaluator", pa.binary()),
+            ("pending", pa.binary()), ("pending_values", pa.string()), ("last", pa.string())]),
+            [self.key])
+        self.output_schema = pa.schema([
+            (self.key, key_type), ("event_time", COLUMN_TYPES["timestamp"]),
+            ("arrival_seq", pa.int64()), ("value", pa.float64()), ("value_json", pa.string())])
+        self.output_keys = [self.key] if spec.output == "final" else [self.key, "arrival_seq"]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt, not pickled: it holds compiled code.
+        return (QreOperator, (self.spec, self.name, self.use_kernel))
+
+    def init(self) -> pd.DataFrame:
+        return self.state_codec.schema.empty_table().to_pandas()
+
+    # -- the buffer ------------------------------------------------------------------------
+
+    def _read(self, batch: pd.DataFrame, order: np.ndarray, others: list[Any]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Kinds, payloads and nulls of the fields of the events ``batch.iloc[order]``: (N, F)
+        arrays (a field the events lack is null everywhere)."""
+        shape = (len(order), len(self.fields))
+        kind, payload = np.zeros(shape, np.int8), np.zeros(shape, np.int64)
+        missing = np.ones(shape, np.bool_)
+        for j, field in enumerate(self.fields):
+            if field in self.spec.fields and field in batch:
+                values = field_values(batch, field, self.spec)
+                missing[:, j] = values.isna().to_numpy()[order]
+                kinds, payloads = classify(values, others)
+                kind[:, j], payload[:, j] = kinds[order], payloads[order]
+        return kind, payload, missing
+
+
+    def _advance(self, keys: Keys, arrived: Events, watermark: np.ndarray
+                 ) -> tuple[Keys, pd.DataFrame]:
+        """Buffer ``arrived``, release every key's events up to its watermark and evaluate them:
+        the keys' new state and the output."""
+        events = self.buffer.unpack(keys.pending, keys.pending_values).concat(arrived)
+        order = order_by_code(events.code, events.t, events.seq)
+        ready = events.t[order] <= watermark[events.code[order]]
+        evaluator, last, output = self._release(keys, events.take(order[ready]))
+        pending, values = self.buffer.pack(events.take(order[~ready]), len(keys.key))
+        return Keys(keys.key, keys.max_t, evaluator, pending, values, last), output
+
+    # -- evaluation ------------------------------------------------------------------------
+
+    def _release(self, keys: Keys, released: Events
+                 ) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+        """Feed each key's released events to its evaluator: the new evaluator states, last
+        outputs, and the output rows."""
+        if not len(released):
+            return keys.evaluator, keys.last, self._frame(keys.key[:0], [], [], [], [])
+        starts = np.flatnonzero(np.diff(released.code, prepend=-1))
+        owner = released.code[starts]
+        runs = Released(keys.key[owner], keys.evaluator[owner], released,
+                        np.append(starts, len(released)))
+        done = self.runs.evaluate(runs)
+        evaluator, last = keys.evaluator.copy(), keys.last.copy()
+        for part in done:
+            evaluator[owner[part.runs]] = objects(part.states)
+        if self.spec.output == "final":
+            ends = runs.bounds[1:] - 1
+            last[owner] = [f"[{t}, {seq}]" for t, seq in zip(
+                released.t[ends].tolist(), released.seq[ends].tolist(), strict=True)]
+            return evaluator, last, self._frame(keys.key[:0], [], [], [], [])
+        events = np.concatenate([part.events for part in done])
+        order = np.argsort(events, kind="stable")
+        events = events[order]
+        values = np.concatenate([part.values for part in done])[order]
+        texts = np.concatenate([part.texts for part in done])[order]
+        run = np.searchsorted(runs.bounds, events, side="right") - 1
+        ends = np.diff(run, append=len(runs)) != 0  # each run's last output
+        keep = np.ones(len(events), np.bool_)
+        if self.spec.output == "changes":  # a value is emitted when it differs from the last
+            previous = np.empty(len(events), dtype=object)
+            previous[1:] = texts[:-1]
+            firsts = np.diff(run, prepend=-1) != 0
+            previous[firsts] = last[owner[run[firsts]]]
+            keep = texts != previous
+        last[owner[run[ends]]] = texts[ends]
+        events, run = events[keep], run[keep]
+        return evaluator, last, self._frame(keys.key[owner[run]], released.t[events],
+                                            released.seq[events], values[keep], texts[keep])
+
+
+
+    def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
+        lateness = self.spec.lateness_us
+        # Number the batch's keys (in order of appearance), then the state's keys after them.
+        values = batch[self.key].to_numpy()
+        codes, uniques = pd.factorize(np.concatenate([values, state[self.key].to_numpy()]),
+                                      use_na_sentinel=False)
+        code = codes[:len(batch)].astype(np.int64)
+        keys = uniques[:code.max() + 1 if len(code) else 0]
+        prior, rest = Keys.of(keys, state, np.where(codes[len(batch):] < len(keys),
+                                                    codes[len(batch):], -1))
+        order = order_by_code(code, batch[SEQ].to_numpy(dtype="int64"))
+        code = code[order]
+        t = batch[TIME].to_numpy(dtype="int64")[order]
+        seq = batch[SEQ].to_numpy(dtype="int64")[order]
+        others: list[Any] = []
+        kind, payload, missing = self._read(batch, order, others)
+        bad = missing.any(axis=1)
+        split = split_late(code, t, bad, prior.max_t, lateness)
+        late, max_t = split.late, split.max_t
+        on_time = ~bad & ~late
+        arrived = Events(code[on_time], t[on_time], seq[on_time], kind[on_time],
+                         payload[on_time], others)
+        after, output = self._advance(
+            Keys(keys, max_t, prior.evaluator, prior.pending, prior.pending_values, prior.last),
+            arrived, max_t - lateness)
+        rows = self._rows(after)
+        new_state = pd.concat([rest, rows], ignore_index=True) if len(rest) else rows
+        late_rows = np.flatnonzero(late)
+        late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
+        late_frame = batch.iloc[order[late_rows]].copy()
+        late_frame[REASON] = split.reasons[late_rows].tolist()
+        bad_rows = np.flatnonzero(bad)
+        bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
+        rejected = batch.iloc[order[bad_rows]].copy()
+        patterns, which = np.unique(missing[bad_rows], axis=0, return_inverse=True)
+        reasons = [missing_reason([f for f, m in zip(self.fields, p, strict=True) if m])
+                   for p in patterns.tolist()]
+        rejected[REASON] = [reasons[w] for w in which.ravel().tolist()]
+        return StepResult(new_state, output, late_frame.reset_index(drop=True),
+                          rejected.reset_index(drop=True))
+
+    def finish(self, state: pd.DataFrame) -> pd.DataFrame:
+        keys, _ = Keys.of(state[self.key].to_numpy(), state, np.arange(len(state)))
+        arrived = Events.empty(len(self.fields))
+        after, output = self._advance(keys, arrived, np.full(len(keys.key), END_OF_INPUT))
+        if self.spec.output != "final":
+            return output
+        rows, times, values = [], [], []
+        for k, (blob, last) in enumerate(zip(after.evaluator, after.last, strict=True)):
+            if blob is not None:
+                outcome = self.runs.load(blob).output()
+                if outcome.kind == "value":
+                    rows.append(k)
+                    times.append(json.loads(last))
+                    values.append(outcome)
+        at = np.array(times, dtype=np.int64).reshape(-1, 2)
+        return self._frame(after.key[rows], at[:, 0], at[:, 1], [value_of(o) for o in values],
+                           [json.dumps(o.value, default=str) for o in values])
+
+    def _rows(self, keys: Keys) -> pd.DataFrame:
+        """State rows of ``keys``."""
+        return pd.DataFrame({self.key: keys.key, "max_t": keys.max_t, "evaluator": keys.evaluator,
+                             "pending": keys.pending, "pending_values": keys.pending_values,
+                             "last": keys.last})
+
+    def _frame(self, key: np.ndarray, event_time: Any, arrival_seq: Any, value: Any,
+               value_json: Any) -> pd.DataFrame:
+        """Output rows, in ``output_keys`` order (one row per key in mode ``final``)."""
+        arrival_seq = np.asarray(arrival_seq, dtype=np.int64)
+        rows = key_order(key, arrival_seq)
+        return pd.DataFrame({
+            self.key: key[rows], "event_time": np.asarray(event_time, dtype=np.int64)[rows],
+            "arrival_seq": arrival_seq[rows], "value": np.asarray(value, dtype=np.float64)[rows],
+            "value_json": objects(list(value_json))[rows]})
+
+
+#: Keys with at most this many on-time events are checked with the polynomial reference (about
