@@ -269,7 +269,7 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
 
 def _catalog_spj(catalog: Path, name: str) -> tuple[str, dict, dict | None]:
     """SQL, stream schemas and timestamps of the catalog's spj query ``name``."""
-    from engine.spj.stream import spj_schemas, spj_settings
+    from engine.spj.settings import spj_schemas, spj_settings
 
     try:
         cat = load_catalog(catalog)
