@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..errors import RepriseError
 
-class SpjError(ValueError):
+
+class SpjError(RepriseError, ValueError):
     """A query outside the supported SPJ class, or one that does not fit its schemas."""
