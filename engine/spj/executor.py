@@ -141,9 +141,10 @@ class SpjExecutor:
     def _sink(self, state: SpjState) -> Sink:
         p = self._plan
         if self.kind == "bag":
-            return BagSink(self.output_columns, p.proj_slots)
+            return BagSink(self.output_columns, p.proj_slots, self.analysis.query.constants)
         if self.kind == "set":
-            return SetSink(self.output_columns, p.proj_slots, state.emitted)
+            return SetSink(self.output_columns, p.proj_slots, state.emitted,
+                           self.analysis.query.constants)
         return AggSink(self.analysis.query, self.output_columns, p.group_slots, p.aggs,
                        state.groups, p.path == REPS)
 

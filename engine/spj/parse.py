@@ -10,7 +10,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from .errors import SpjError
-from .model import INTEGER, OTHER, TIMESTAMP, Aggregate, Atom, Attr, Query, Term
+from .model import INTEGER, OTHER, TIMESTAMP, Aggregate, Atom, Attr, Const, Output, Query, Term
 
 Schemas = Mapping[str, Sequence[str] | Mapping[str, str]]
 _INT_TYPES = {"int", "integer", "bigint", "long", "smallint", "tinyint", "date"}
@@ -214,9 +214,23 @@ class _Builder:
                            f"at {where(ctx)}")
 
     # -- SELECT -------------------------------------------------------------
-    def output(self, node: exp.Expression) -> list[Attr | Aggregate]:
+    def output(self, node: exp.Expression) -> list[Output]:
         if isinstance(node, exp.Alias):
             node = node.this
+        if isinstance(node, exp.Paren):
+            return self.output(node.this)
+        if isinstance(node, exp.Literal) and node.is_string:
+            return [Const(node.this)]
+        if isinstance(node, exp.Boolean):
+            return [Const(bool(node.this))]
+        negative = isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
+        if isinstance(node, exp.Literal) or negative:
+            lit = node.this if negative else node
+            try:
+                return [Const(-int(lit.this) if negative else int(lit.this))]
+            except ValueError:
+                raise _unsupported("SELECT constant (only integers, strings, TRUE and FALSE)",
+                                   node) from None
         if isinstance(node, exp.Star):
             return [a for o in self.occ for a in
                     (Attr(o, c) for c in self.columns[self.occ[o]])]

@@ -10,9 +10,19 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .aggregates import AggOp
-from .model import Attr, Query
+from .model import Attr, Const, Query
 from .state import Entry
 from .values import order_key
+
+
+def expand(values: tuple, consts: tuple[tuple[int, Const], ...]) -> tuple:
+    """An output row: the projected ``values`` with each constant SELECT item at its position."""
+    if not consts:
+        return values
+    row = list(values)
+    for k, c in consts:
+        row.insert(k, c.value)
+    return tuple(row)
 
 
 class Sink:
@@ -36,26 +46,32 @@ class Sink:
 
 
 class BagSink(Sink):
-    """Bag SPJ: a count of new result tuples per projected value."""
+    """Bag SPJ: a count of new result tuples per projected value (``consts``: the constant
+    SELECT items by output position)."""
 
-    def __init__(self, columns: Sequence[str], proj_slots: tuple[int, ...]):
-        self.columns, self.proj_slots, self.out = list(columns), proj_slots, Counter()
+    def __init__(self, columns: Sequence[str], proj_slots: tuple[int, ...],
+                 consts: tuple[tuple[int, Const], ...] = ()):
+        self.columns, self.proj_slots, self.consts = list(columns), proj_slots, consts
+        self.out: Counter = Counter()
 
     def add(self, env: list, chosen: Sequence[Entry | None], mult: int) -> None:
         self.out[tuple(env[s] for s in self.proj_slots)] += mult
 
     def rows(self) -> list[dict]:
-        return [dict(zip(self.columns, (*p, n), strict=True))
+        return [dict(zip(self.columns, (*expand(p, self.consts), n), strict=True))
                 for p, n in sorted(self.out.items(), key=lambda x: order_key(x[0]))]
 
 
 class SetSink(Sink):
-    """Set SPJ: every projected row not in ``emitted``; :meth:`rows` adds them to it."""
+    """Set SPJ: every projected row not in ``emitted``; :meth:`rows` adds them to it. Without
+    projected attributes the one empty row says whether any result exists."""
 
     prunes = True
 
-    def __init__(self, columns: Sequence[str], proj_slots: tuple[int, ...], emitted: set[tuple]):
+    def __init__(self, columns: Sequence[str], proj_slots: tuple[int, ...], emitted: set[tuple],
+                 consts: tuple[tuple[int, Const], ...] = ()):
         self.columns, self.proj_slots, self.emitted = list(columns), proj_slots, emitted
+        self.consts = consts
         self.found: set[tuple] = set()
 
     def known(self, env: list) -> bool:
@@ -68,7 +84,8 @@ class SetSink(Sink):
 
     def rows(self) -> list[dict]:
         self.emitted |= self.found
-        return [dict(zip(self.columns, p, strict=True)) for p in sorted(self.found, key=order_key)]
+        return [dict(zip(self.columns, expand(p, self.consts), strict=True))
+                for p in sorted(self.found, key=order_key)]
 
 
 class AggSink(Sink):
@@ -112,6 +129,7 @@ class AggSink(Sink):
             if values == self.before[g]:
                 continue
             by_group, aggs = dict(zip(self.query.group_by, g, strict=True)), iter(values)
-            row = [by_group[o] if isinstance(o, Attr) else next(aggs) for o in self.query.output]
+            row = [by_group[o] if isinstance(o, Attr) else o.value if isinstance(o, Const)
+                   else next(aggs) for o in self.query.output]
             out.append(dict(zip(self.columns, row, strict=True)))
         return out

@@ -24,7 +24,7 @@ from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
 from .errors import SpjError
 from .executor import SpjExecutor
 from .inputs import PARTITION, STREAM, column_name
-from .model import Aggregate, Attr, Query
+from .model import Attr, Const, Output, Query
 from .reference import evaluate
 from .settings import spj_schemas, spj_settings
 
@@ -75,13 +75,17 @@ class SpjOperator(KeyedOperator):
             raise CatalogError(source, "query", f"GROUP BY {', '.join(missing)} must also be "
                                "selected to replay the query (each output row names its group)")
 
-    def _items(self) -> list[Attr | Aggregate | None]:
-        items: list[Attr | Aggregate | None] = list(self.query.output)
+    def _items(self) -> list[Output | None]:
+        items: list[Output | None] = list(self.query.output)
         return items + ([None] if self.executor.kind == "bag" else [])  # None: the count
 
-    def _type(self, item: Attr | Aggregate | None) -> pa.DataType:
+    def _type(self, item: Output | None) -> pa.DataType:
         if item is None:
             return pa.int64()
+        if isinstance(item, Const):
+            v = item.value
+            return pa.bool_() if isinstance(v, bool) else pa.string() if isinstance(v, str) \
+                else pa.int64()
         if isinstance(item, Attr):
             return self._attr_type(item)
         if item.func in ("COUNT", "COUNT_DISTINCT"):

@@ -43,3 +43,9 @@ def test_unreadable_query_exits_non_zero_with_a_position():
         result = run(sql, *SCHEMA)
         assert result.exit_code == 1 and "line 1" in result.output, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_constant_select_list_gets_a_verdict():
+    result = run("SELECT DISTINCT 1 FROM S, T WHERE S.B < T.D AND S.A = 10", *SCHEMA, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["bounded"] is True

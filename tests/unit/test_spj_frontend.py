@@ -140,3 +140,16 @@ def test_long_and_chains_are_analysed() -> None:
     conds = " AND ".join(["S.B < T.D", "S.A = 10", "T.E > 3"] * 700)
     a = analyze(f"SELECT DISTINCT S.A FROM S, T WHERE {conds}", ST)
     assert a.bounded and len(set(a.query.atoms)) == 3
+
+
+@pytest.mark.parametrize(("sql", "bounded", "note"), [
+    ("SELECT 1 FROM S, T WHERE S.A = T.D AND S.A > 10 AND T.D < 20", True, "number of result"),
+    ("SELECT 1 FROM S, T WHERE S.B < T.D AND S.A = 10", False, "number of result"),
+    ("SELECT DISTINCT 1 FROM S, T WHERE S.B < T.D AND S.A = 10", True, "some result exists"),
+    ("SELECT DISTINCT 'hit', TRUE, -2 FROM S, T WHERE S.B < T.D AND S.C < T.E", False, "exists"),
+])
+def test_select_lists_without_columns_get_a_verdict(sql: str, bounded: bool, note: str) -> None:
+    a = analyze(sql, ST)
+    assert a.query.projection == () and a.bounded is bounded
+    assert any(note in n for n in a.notes)
+    assert a.violations if not bounded else a.synopsis is not None
