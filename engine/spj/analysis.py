@@ -64,6 +64,9 @@ def analyze(sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = N
         verdict = aggregate_verdict(query)
     else:
         verdict = spj_verdict(query)
+    if not query.aggregate and not query.projection:
+        verdict.notes.append("no projected attributes: the answer is " + (
+            "whether some result exists" if query.distinct else "the number of result tuples"))
     synopsis = None
     if verdict.bounded and verdict.spj is not None and verdict.closure is not None:
         if query.aggregate:

@@ -9,7 +9,8 @@ from ..catalog import CatalogError, QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
 from .inputs import merged_recording
-from .stream import SpjOperator, spj_schemas, spj_settings
+from .settings import spj_schemas, spj_settings
+from .stream import SpjOperator
 
 
 class SpjFamily(QueryFamily):

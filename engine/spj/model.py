@@ -58,13 +58,31 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Const:
+    """A constant SELECT item (``SELECT 1``, ``SELECT 'hit'``): the same value in every row."""
+
+    value: int | str | bool
+
+    def __str__(self) -> str:
+        if isinstance(self.value, bool):
+            return "TRUE" if self.value else "FALSE"
+        if isinstance(self.value, str):
+            return "'" + self.value.replace("'", "''") + "'"
+        return str(self.value)
+
+
+Output = Attr | Aggregate | Const
+"""A SELECT item."""
+
+
+@dataclass(frozen=True)
 class Query:
     """``SELECT [DISTINCT] output FROM occurrences WHERE atoms [GROUP BY group_by]``."""
 
     occurrences: dict[str, str]  # alias -> stream name, in FROM order
     columns: dict[str, tuple[str, ...]]  # stream -> its attributes
     types: dict[str, dict[str, str]]  # stream -> attribute -> INTEGER | TIMESTAMP | OTHER
-    output: tuple[Attr | Aggregate, ...]
+    output: tuple[Output, ...]
     distinct: bool
     atoms: tuple[Atom, ...]
     group_by: tuple[Attr, ...] = ()
@@ -78,6 +96,11 @@ class Query:
     @property
     def projection(self) -> tuple[Attr, ...]:
         return tuple(o for o in self.output if isinstance(o, Attr))
+
+    @property
+    def constants(self) -> tuple[tuple[int, Const], ...]:
+        """(position in the output, item) of every constant SELECT item."""
+        return tuple((k, o) for k, o in enumerate(self.output) if isinstance(o, Const))
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:

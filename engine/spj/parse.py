@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from .errors import SpjError
-from .model import INTEGER, OTHER, TIMESTAMP, Aggregate, Atom, Attr, Query, Term
+from .model import INTEGER, OTHER, TIMESTAMP, Aggregate, Atom, Attr, Const, Output, Query, Term
 
 Schemas = Mapping[str, Sequence[str] | Mapping[str, str]]
 _INT_TYPES = {"int", "integer", "bigint", "long", "smallint", "tinyint", "date"}
@@ -18,6 +19,59 @@ _SELECT_ARGS = {"expressions", "from_", "joins", "where", "group", "distinct", "
 _AGGS: dict[type, str] = {exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX",
                           exp.Median: "MEDIAN"}
 _CMP: dict[type, str] = {exp.EQ: "=", exp.LT: "<", exp.GT: ">", exp.LTE: "<=", exp.GTE: ">="}
+#: Deepest nesting of parentheses, brackets, CASE and prefix operators the front end accepts
+#: (sqlglot's parser recurses about 20 Python frames per level).
+MAX_NESTING = 25
+_OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
+_CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
+_PREFIX = {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE,
+           TokenType.EXCLAMATION}
+_SHOWN = 120  # characters of SQL quoted in an error message
+
+
+def _position(sql: str, offset: int) -> str:
+    """``line L, column C`` (1-based) of a character offset into ``sql``."""
+    offset = max(0, min(offset, len(sql)))
+    line, column = sql.count("\n", 0, offset) + 1, offset - sql.rfind("\n", 0, offset)
+    return f"line {line}, column {column}"
+
+
+def _shown(text: str) -> str:
+    """``text`` cut to a length an error message can quote."""
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+
+
+def _sql(node: exp.Expression) -> str:
+    """The node's SQL for an error message (sqlglot prints recursively: deep chains such as
+    ``x::int::int...`` or ``a.b.c...`` are named by their type instead)."""
+    try:
+        return _shown(node.sql())
+    except RecursionError:
+        return f"{type(node).__name__.upper()} nested too deeply to print"
+
+
+def _tokens(sql: str) -> list[Token]:
+    """sqlglot's tokens of ``sql``; an unterminated string, quoted name or comment is an
+    :class:`SpjError` naming where it starts."""
+    try:
+        return Tokenizer().tokenize(sql)
+    except TokenError as err:
+        cause = f" ({err.__cause__})" if isinstance(err.__cause__, TokenError) else ""
+        start = getattr(err, "end", len(sql))
+        raise SpjError(f"syntax error: cannot read the query up to {_position(sql, start)}; an "
+                       f"unterminated string, quoted name or comment?{cause}") from None
+
+
+def _check_nesting(sql: str, tokens: list[Token]) -> None:
+    """Refuse nesting deeper than :data:`MAX_NESTING` before sqlglot's recursive parser runs."""
+    depth = prefixes = 0
+    for tok in tokens:
+        kind = tok.token_type
+        depth += (kind in _OPEN) - (kind in _CLOSE)
+        prefixes = prefixes + 1 if kind in _PREFIX else 0
+        if max(depth, 0) + prefixes > MAX_NESTING:
+            raise SpjError(f"query nesting deeper than {MAX_NESTING} levels (parentheses, CASE "
+                           f"or prefix operators) at {_position(sql, tok.start)}")
 
 
 def where(node: exp.Expression) -> str:
@@ -25,11 +79,11 @@ def where(node: exp.Expression) -> str:
     for sub in node.walk():
         if sub.meta.get("line") is not None:
             return f"line {sub.meta['line']}, column {sub.meta['col']}"
-    return f"'{node.sql()}'"
+    return f"'{_sql(node)}'"
 
 
 def _unsupported(what: str, node: exp.Expression) -> SpjError:
-    return SpjError(f"unsupported {what} at {where(node)}: {node.sql()}")
+    return SpjError(f"unsupported {what} at {where(node)}: {_sql(node)}")
 
 
 def _normalise_schemas(schemas: Schemas, timestamps: Mapping[str, str]):
@@ -89,9 +143,9 @@ class _Builder:
         hits = [Attr(o, c) for o in occs for c in self.columns[self.occ[o]]
                 if c.lower() == name.lower()]
         if not hits:
-            raise SpjError(f"unknown column {col.sql()!r} at {where(col)}")
+            raise SpjError(f"unknown column {_sql(col)!r} at {where(col)}")
         if len(hits) > 1:
-            raise SpjError(f"ambiguous column {col.sql()!r} at {where(col)}; qualify it")
+            raise SpjError(f"ambiguous column {_sql(col)!r} at {where(col)}; qualify it")
         return hits[0]
 
     def kind(self, a: Attr) -> str:
@@ -99,19 +153,22 @@ class _Builder:
 
     # -- WHERE --------------------------------------------------------------
     def condition(self, node: exp.Expression) -> None:
-        if isinstance(node, exp.Paren):
-            self.condition(node.this)
-        elif isinstance(node, exp.And):
-            self.condition(node.this)
-            self.condition(node.expression)
-        elif isinstance(node, exp.Between):
-            self.compare(node.this, ">=", node.args["low"], node)
-            self.compare(node.this, "<=", node.args["high"], node)
-        elif type(node) in _CMP:
-            self.compare(node.this, _CMP[type(node)], node.expression, node)
-        else:
-            raise _unsupported(f"predicate {type(node).__name__.upper()} (only conjunctions of "
-                               "=, <, >, <=, >=, BETWEEN)", node)
+        """Add the atoms of a conjunction (walked iteratively: AND chains may be long)."""
+        todo = [node]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, exp.Paren):
+                todo.append(node.this)
+            elif isinstance(node, exp.And):
+                todo += [node.expression, node.this]
+            elif isinstance(node, exp.Between):
+                self.compare(node.this, ">=", node.args["low"], node)
+                self.compare(node.this, "<=", node.args["high"], node)
+            elif type(node) in _CMP:
+                self.compare(node.this, _CMP[type(node)], node.expression, node)
+            else:
+                raise _unsupported(f"predicate {type(node).__name__.upper()} (only conjunctions "
+                                   "of =, <, >, <=, >=, BETWEEN)", node)
 
     def term(self, node: exp.Expression, ctx: exp.Expression) -> Term:
         if isinstance(node, exp.Paren):
@@ -127,12 +184,12 @@ class _Builder:
 
     def _int(self, lit: exp.Literal, ctx: exp.Expression) -> int:
         if lit.is_string:
-            raise SpjError(f"non-integer constant {lit.sql()} at {where(lit)} in '{ctx.sql()}': "
+            raise SpjError(f"non-integer constant {_sql(lit)} at {where(lit)} in '{_sql(ctx)}': "
                            "comparisons require integer constants")
         try:
             return int(lit.this)
         except ValueError:
-            raise SpjError(f"non-integer constant {lit.this} at {where(lit)} in '{ctx.sql()}': "
+            raise SpjError(f"non-integer constant {lit.this} at {where(lit)} in '{_sql(ctx)}': "
                            "comparisons require integer constants") from None
 
     def compare(self, lhs: exp.Expression, op: str, rhs: exp.Expression,
@@ -150,16 +207,30 @@ class _Builder:
     def _check_types(self, a: Term, op: str, b: Term, ctx: exp.Expression) -> None:
         kinds = {self.kind(x) if isinstance(x, Attr) else None for x in (a, b)}
         if OTHER in kinds and (op != "=" or kinds != {OTHER}):
-            raise SpjError(f"non-integer comparison '{ctx.sql()}' at {where(ctx)}: non-integer "
+            raise SpjError(f"non-integer comparison '{_sql(ctx)}' at {where(ctx)}: non-integer "
                            "attributes may only be compared with '=' to each other")
         if kinds == {INTEGER, TIMESTAMP}:
-            raise SpjError(f"comparison of a timestamp with an integer attribute '{ctx.sql()}' "
+            raise SpjError(f"comparison of a timestamp with an integer attribute '{_sql(ctx)}' "
                            f"at {where(ctx)}")
 
     # -- SELECT -------------------------------------------------------------
-    def output(self, node: exp.Expression) -> list[Attr | Aggregate]:
+    def output(self, node: exp.Expression) -> list[Output]:
         if isinstance(node, exp.Alias):
             node = node.this
+        if isinstance(node, exp.Paren):
+            return self.output(node.this)
+        if isinstance(node, exp.Literal) and node.is_string:
+            return [Const(node.this)]
+        if isinstance(node, exp.Boolean):
+            return [Const(bool(node.this))]
+        negative = isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
+        if isinstance(node, exp.Literal) or negative:
+            lit = node.this if negative else node
+            try:
+                return [Const(-int(lit.this) if negative else int(lit.this))]
+            except ValueError:
+                raise _unsupported("SELECT constant (only integers, strings, TRUE and FALSE)",
+                                   node) from None
         if isinstance(node, exp.Star):
             return [a for o in self.occ for a in
                     (Attr(o, c) for c in self.columns[self.occ[o]])]
@@ -195,14 +266,17 @@ class _Builder:
 
 def parse(sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = None) -> Query:
     """Parse and normalise ``sql``; raise :class:`SpjError` for anything outside the class."""
+    tokens = _tokens(sql)
+    _check_nesting(sql, tokens)
     try:
         tree = sqlglot.parse_one(sql)
     except ParseError as err:
         e = err.errors[0] if err.errors else {}
-        raise SpjError(f"syntax error at line {e.get('line')}, column {e.get('col')}: "
-                       f"{e.get('description', err)}") from None
-    except TokenError as err:  # e.g. an unbalanced quote
-        raise SpjError(f"syntax error: {err}") from None
+        at = f" at line {e['line']}, column {e['col']}" if e.get("line") is not None else ""
+        raise SpjError(f"syntax error{at}: {_shown(str(e.get('description', err)))}") from None
+    except RecursionError:
+        raise SpjError(f"query nested too deeply to parse (keep nesting below {MAX_NESTING} "
+                       "levels)") from None
     if not isinstance(tree, exp.Select):
         raise _unsupported(f"statement {type(tree).__name__.upper()} (only SELECT)", tree)
     for key, value in tree.args.items():

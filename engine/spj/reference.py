@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from .model import Aggregate, Atom, Attr, Query
+from .model import Aggregate, Atom, Attr, Const, Query
 from .parse import Schemas, parse
 
 Row = Mapping[str, Any]
@@ -68,7 +68,8 @@ def evaluate(query: Query, streams: Streams) -> Result:
     """Output bag (Counter of rows) or set of rows; aggregate queries give one row per group."""
     envs = _matches(query, streams)
     if not query.aggregate:
-        rows = [tuple(e[a] for a in query.projection) for e in envs]
+        rows = [tuple(o.value if isinstance(o, Const) else e[o] for o in query.output)
+                for e in envs]
         return set(rows) if query.distinct else Counter(rows)
     groups: dict[tuple, list[dict[Attr, Any]]] = {}
     for e in envs:
@@ -78,8 +79,8 @@ def evaluate(query: Query, streams: Streams) -> Result:
     result = set()
     for key, members in groups.items():
         at = dict(zip(query.group_by, key, strict=True))
-        result.add(tuple(at[o] if isinstance(o, Attr) else _aggregate(o, members)
-                         for o in query.output))
+        result.add(tuple(at[o] if isinstance(o, Attr) else o.value if isinstance(o, Const)
+                         else _aggregate(o, members) for o in query.output))
     return result
 
 

@@ -24,8 +24,9 @@ from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
 from .errors import SpjError
 from .executor import SpjExecutor
 from .inputs import PARTITION, STREAM, column_name
-from .model import Aggregate, Attr, Query
+from .model import Attr, Const, Output, Query
 from .reference import evaluate
+from .settings import spj_schemas, spj_settings
 
 #: Aggregates whose value is a fraction in the executor (stored as float64).
 _FRACTIONAL = ("AVG", "MEDIAN")
@@ -34,31 +35,6 @@ _FRACTIONAL = ("AVG", "MEDIAN")
 def _safe(name: str) -> str:
     """A Delta-safe column name for an output item (``COUNT(*)`` -> ``count``)."""
     return re.sub(r"[^0-9a-z_]+", "_", name.lower()).strip("_") or "value"
-
-
-def spj_settings(query: QuerySpec) -> tuple[str, dict[str, str] | None, bool]:
-    """(SQL text, application-time columns per stream, allow_unbounded) of an ``spj`` query."""
-    body = query.query
-    if isinstance(body, str):
-        body = {"sql": body}
-    if not isinstance(body, dict) or not isinstance(body.get("sql"), str):
-        raise CatalogError(query.source, "query", "expected the SQL text, or {sql: ..., "
-                           "timestamps: {stream: column}}")
-    unknown = set(body) - {"sql", "timestamps"}
-    if unknown:
-        raise CatalogError(query.source, f"query.{sorted(unknown)[0]}", "unknown field")
-    allow = query.raw.get("allow_unbounded", False)
-    if not isinstance(allow, bool):
-        raise CatalogError(query.source, "allow_unbounded",
-                           f"expected true or false, got {allow!r}")
-    return body["sql"], body.get("timestamps"), allow
-
-
-def spj_schemas(query: QuerySpec, recordings: dict[str, RecordingSpec]
-                ) -> dict[str, dict[str, str]]:
-    """Stream schemas for the analyser: int and timestamp columns (microseconds) are integers."""
-    return {s: {c: "int" if t in ("int", "timestamp") else t
-                for c, t in recordings[r].columns.items()} for s, r in query.inputs.items()}
 
 
 class SpjOperator(KeyedOperator):
@@ -99,13 +75,17 @@ class SpjOperator(KeyedOperator):
             raise CatalogError(source, "query", f"GROUP BY {', '.join(missing)} must also be "
                                "selected to replay the query (each output row names its group)")
 
-    def _items(self) -> list[Attr | Aggregate | None]:
-        items: list[Attr | Aggregate | None] = list(self.query.output)
+    def _items(self) -> list[Output | None]:
+        items: list[Output | None] = list(self.query.output)
         return items + ([None] if self.executor.kind == "bag" else [])  # None: the count
 
-    def _type(self, item: Attr | Aggregate | None) -> pa.DataType:
+    def _type(self, item: Output | None) -> pa.DataType:
         if item is None:
             return pa.int64()
+        if isinstance(item, Const):
+            v = item.value
+            return pa.bool_() if isinstance(v, bool) else pa.string() if isinstance(v, str) \
+                else pa.int64()
         if isinstance(item, Attr):
             return self._attr_type(item)
         if item.func in ("COUNT", "COUNT_DISTINCT"):

@@ -50,7 +50,8 @@ def spj_synopsis(spj: Spj, cl: Closure) -> Synopsis:
     consts, layout, units = spj.constants, {}, emitted
     for occ, attrs in spj.occs.items():
         nb = math.prod(buckets(cl, a, consts) for a in attrs)
-        per = len(attrs) + 1 if spj.bag else 2 * len(attrs)
+        # set: up to two representatives; one that holds no attribute is a unit-size flag
+        per = len(attrs) + 1 if spj.bag else max(2 * len(attrs), 1)
         layout[occ] = {"attributes": [str(a) for a in attrs], "buckets": nb,
                        "entry": "(representative, count)" if spj.bag else
                        "t_max / t_min / t_first representatives"}

@@ -59,9 +59,11 @@ def queries(draw) -> Case:
         aggs = [draw(st.sampled_from(AGGS)).format(draw(st.sampled_from(attrs)))
                 for _ in range(draw(st.integers(1, 2)))]
         select, tail = ", ".join(group + aggs), f" GROUP BY {group[0]}" if group else ""
-    else:
-        select = ", ".join(draw(st.lists(st.sampled_from(attrs), min_size=1, max_size=2)))
-        tail = ""
+    else:  # projections on no attributes (SELECT 1, SELECT DISTINCT 'hit') count or test
+        items = draw(st.lists(st.sampled_from(attrs), max_size=2))
+        if not items or draw(st.integers(0, 5)) == 0:
+            items.insert(draw(st.integers(0, len(items))), draw(st.sampled_from(("1", "'hit'"))))
+        select, tail = ", ".join(items), ""
     sql = f"SELECT {'DISTINCT ' if kind == 'set' else ''}{select} FROM {', '.join(froms)}"
     sql += (" WHERE " + " AND ".join(atoms) if atoms else "") + tail
     return Case(sql, consts, frozenset(joined))
@@ -221,6 +223,8 @@ PLATEAU = [
     "SELECT S.A, COUNT(*), SUM(S.B), AVG(T.E), MEDIAN(T.D) FROM S, T WHERE S.A = T.D "
     "AND S.A BETWEEN 9 AND 12 GROUP BY S.A",
     "SELECT MAX(T.D), COUNT(DISTINCT S.A) FROM S, T WHERE S.B < T.D AND S.A BETWEEN 9 AND 11",
+    "SELECT 1 FROM S, T WHERE S.A = T.D AND S.A > 10 AND T.D < 20",
+    "SELECT DISTINCT 'hit' FROM S, T WHERE S.B < T.D AND S.A = 10",
 ]
 
 

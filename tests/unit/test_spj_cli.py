@@ -36,3 +36,16 @@ def test_errors_exit_non_zero_with_the_problem():
     assert unknown.exit_code == 1 and "Z" in unknown.output
     bad_schema = run("SELECT S.A FROM S", "--schema", "S A B")
     assert bad_schema.exit_code == 1 and "NAME(ATTR" in bad_schema.output
+
+
+def test_unreadable_query_exits_non_zero_with_a_position():
+    for sql in ('"', "/*", "SELECT S.A FROM S WHERE " + "(" * 60 + "S.A = 1" + ")" * 60):
+        result = run(sql, *SCHEMA)
+        assert result.exit_code == 1 and "line 1" in result.output, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_constant_select_list_gets_a_verdict():
+    result = run("SELECT DISTINCT 1 FROM S, T WHERE S.B < T.D AND S.A = 10", *SCHEMA, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["bounded"] is True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.errors import RepriseError
 from engine.spj import SpjError, analyze
 from engine.spj.model import Aggregate, Atom, Attr
 from engine.spj.parse import parse
@@ -117,3 +118,38 @@ def test_to_json_shape() -> None:
     assert j["witness"]["stream"] in ("S", "T")
     ok = analyze("SELECT DISTINCT S.A FROM S, T WHERE S.B < T.D AND S.A = 10", ST).to_json()
     assert ok["bounded"] is True and ok["violations"] == [] and ok["synopsis"]["units"] > 0
+
+
+# -- robustness: only SpjError (a RepriseError), with a position, for any input ------------------
+@pytest.mark.parametrize(("sql", "needle"), [
+    ('"', "line 1"), ("/*", "unterminated"), ("SELECT S.A FROM S WHERE S.A = 'x", "Missing '"),
+    ("SELECT S.A FROM S WHERE " + "(" * 60 + "S.A = 1" + ")" * 60, "nesting deeper than 25"),
+    ("SELECT S.A FROM S WHERE S.A < " + "NOT " * 200 + "1", "nesting deeper than 25"),
+    ("SELECT S.A FROM S WHERE S.A < 1" + "::int" * 800, "nested too deeply to print"),
+    ("SELECT S.A FROM S WHERE S.A < " + ".".join(["S"] * 800), "nested too deeply to print"),
+    ("SELECT S.A FROM S WHERE S.A < " + "INTERVAL " * 300 + "1", "nested too deeply to parse"),
+    ("", "syntax error"),
+])
+def test_malformed_input_raises_spj_error(sql: str, needle: str) -> None:
+    with pytest.raises(SpjError, match=needle) as info:
+        analyze(sql, ST)
+    assert isinstance(info.value, RepriseError) and len(str(info.value)) < 400
+
+
+def test_long_and_chains_are_analysed() -> None:
+    conds = " AND ".join(["S.B < T.D", "S.A = 10", "T.E > 3"] * 700)
+    a = analyze(f"SELECT DISTINCT S.A FROM S, T WHERE {conds}", ST)
+    assert a.bounded and len(set(a.query.atoms)) == 3
+
+
+@pytest.mark.parametrize(("sql", "bounded", "note"), [
+    ("SELECT 1 FROM S, T WHERE S.A = T.D AND S.A > 10 AND T.D < 20", True, "number of result"),
+    ("SELECT 1 FROM S, T WHERE S.B < T.D AND S.A = 10", False, "number of result"),
+    ("SELECT DISTINCT 1 FROM S, T WHERE S.B < T.D AND S.A = 10", True, "some result exists"),
+    ("SELECT DISTINCT 'hit', TRUE, -2 FROM S, T WHERE S.B < T.D AND S.C < T.E", False, "exists"),
+])
+def test_select_lists_without_columns_get_a_verdict(sql: str, bounded: bool, note: str) -> None:
+    a = analyze(sql, ST)
+    assert a.query.projection == () and a.bounded is bounded
+    assert any(note in n for n in a.notes)
+    assert a.violations if not bounded else a.synopsis is not None

@@ -45,3 +45,12 @@ def test_null_never_joins_not_even_with_null():
     result = reference("SELECT S.B FROM S, T WHERE S.A = T.D", {"S": ["A", "B"], "T": ["D", "E"]},
                        streams)
     assert result == Counter({(1,): 1})  # only the 2 = 2 pair
+
+
+def test_constant_select_items() -> None:
+    schemas = {"S": ["A"], "T": ["D"]}
+    streams = {"S": [{"A": 1}, {"A": 2}], "T": [{"D": 2}, {"D": 3}]}
+    assert reference("SELECT 1 FROM S, T WHERE S.A < T.D", schemas, streams) == {(1,): 3}
+    assert reference("SELECT DISTINCT 'x', S.A FROM S, T WHERE S.A < T.D", schemas, streams) == \
+        {("x", 1), ("x", 2)}
+    assert reference("SELECT DISTINCT 1 FROM S, T WHERE S.A > T.D", schemas, streams) == set()

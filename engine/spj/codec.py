@@ -1,0 +1,114 @@
+"""The one owner of the executor state's byte format: canonical, sorted JSON.
+
+Equal states (for instance after two batch plans of the same input) give equal bytes; every
+integer is written at a fixed width, so a synopsis whose counters grow keeps its encoded size.
+The document is tagged with the format version, the query fingerprint and the mode, and
+:meth:`StateFormat.decode` refuses any other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .aggregates import AggOp
+from .batches import Batches
+from .errors import SpjError
+from .plan import REPS
+from .state import Bucket, Entry, SpjState
+from .values import order_key
+
+FORMAT = 1
+
+
+def canonical(value: Any) -> str:
+    """JSON with sorted keys, no spaces between tokens and every integer right-aligned in 20
+    characters (JSON allows the leading blanks), so counters do not change the encoded size."""
+    if isinstance(value, bool) or value is None or isinstance(value, float | str):
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+    if isinstance(value, int):
+        return f"{value:>20d}"
+    if isinstance(value, dict):
+        items = sorted((str(k), v) for k, v in value.items())
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{canonical(v)}"
+                              for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(canonical(v) for v in value) + "]"
+    raise TypeError(f"cannot encode {type(value).__name__} in an executor state")
+
+
+class StateFormat:
+    """Encodes and decodes the states of one executor (``batches`` rebuilds full-history
+    indexes; ``describe`` names the query in refusals)."""
+
+    def __init__(self, fingerprint: str, mode: str, batches: Batches, aggs: Sequence[AggOp],
+                 describe: str):
+        self.fingerprint, self.mode, self.batches = fingerprint, mode, batches
+        self.aggs, self.describe = aggs, describe
+
+    def encode(self, state: SpjState) -> bytes:
+        """Canonical bytes of ``state``."""
+        doc: dict[str, Any] = {
+            "format": FORMAT, "query": self.fingerprint, "mode": self.mode,
+            "emitted": sorted((list(r) for r in state.emitted), key=order_key),
+            "groups": [[list(g), self._enc_acc(acc)] for g, acc in
+                       sorted(state.groups.items(), key=lambda x: order_key(x[0]))]}
+        if self.batches.full_history:
+            doc["rows"] = [[list(t) for t in rows] for rows in state.rows]
+        elif self.batches.plan.path == REPS:
+            doc["reps"] = [[[list(b), {r: list(t) for r, t in bk.roles.items()},
+                             self._enc_parts(bk.parts)] for b, bk in
+                            sorted(buckets.items(), key=lambda x: order_key(x[0]))]
+                           for buckets in state.reps]
+        else:
+            doc["buckets"] = [[[list(b), list(e.rep), e.count, self._enc_parts(e.parts)]
+                               for b, e in sorted(s.entries.items(),
+                                                  key=lambda x: order_key(x[0]))]
+                              for s in state.stores]
+        return canonical(doc).encode()
+
+    def decode(self, data: bytes) -> SpjState:
+        """The state :meth:`encode` wrote; refuses states of another query or mode."""
+        try:
+            doc = json.loads(data)
+        except ValueError as err:
+            raise SpjError(f"not an encoded executor state: {err}") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise SpjError("not an encoded executor state (unknown format)")
+        if (doc.get("query"), doc.get("mode")) != (self.fingerprint, self.mode):
+            raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
+                           f"runs {self.describe!r} in {self.mode} mode")
+        try:
+            return self._rebuild(doc)
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            raise SpjError(f"malformed executor state: {err!r}") from None
+
+    def _enc_acc(self, acc: list) -> list:
+        return [a.encode(x) for a, x in zip(self.aggs, acc, strict=True)]
+
+    def _enc_parts(self, parts: dict[int, Any] | None) -> list:
+        return [[k, self.aggs[k].encode(x)] for k, x in sorted((parts or {}).items())]
+
+    def _dec_parts(self, data: list) -> dict[int, Any]:
+        return {k: self.aggs[k].decode(x) for k, x in data}
+
+    def _rebuild(self, doc: dict) -> SpjState:
+        state = self.batches.init()
+        state.emitted = {tuple(r) for r in doc["emitted"]}
+        state.groups = {tuple(g): [a.decode(x) for a, x in zip(self.aggs, acc, strict=True)]
+                        for g, acc in doc["groups"]}
+        if self.batches.full_history:
+            for i, rows in enumerate(doc["rows"]):
+                self.batches.load_rows(state, i, [tuple(r) for r in rows])
+        elif self.batches.plan.path == REPS:
+            for i, buckets in enumerate(doc["reps"]):
+                state.reps[i] = {tuple(b): Bucket({r: tuple(t) for r, t in roles.items()},
+                                                  self._dec_parts(parts))
+                                 for b, roles, parts in buckets}
+        else:
+            for i, entries in enumerate(doc["buckets"]):
+                for b, rep, count, parts in entries:
+                    state.stores[i].add(tuple(b), Entry(tuple(rep), count,
+                                                        self._dec_parts(parts)))
+        return state

@@ -1,0 +1,71 @@
+"""Choosing how the executor runs a query: on synopses, or on the full history."""
+
+from __future__ import annotations
+
+from .analysis import Analysis
+from .checker import check as fig2
+from .closure import Closure
+from .errors import SpjError
+from .lto import Spj, spj_of
+from .model import Query
+from .rules import spj_verdict
+from .synopsis import spj_synopsis
+
+SYNOPSIS, FULL_HISTORY = "synopsis", "full-history"
+Source = tuple[Spj, Closure, int]
+"""What a synopsis run needs: the analysed query, its closure and the memory bound in units."""
+
+
+def refusal(a: Analysis) -> str:
+    """Why an unbounded query is refused: its violations and adversarial input family."""
+    parts = [f"{v.condition}: {v.explanation}"
+             + (f" [attributes {', '.join(v.attributes)}]" if v.attributes else "")
+             for v in a.violations]
+    text = ("query is not bounded-memory computable"
+            + (" (not certified bounded)" if a.proof == "not_certified" else "") + ": "
+            + "; ".join(parts))
+    w = a.witness
+    if w is not None:
+        text += f"; adversarial input family ({w.condition}, stream {w.stream}): {w.description}"
+    return text + "; allow_unbounded=True runs it on the full history (the state grows)"
+
+
+def synopsis_source(a: Analysis) -> Source | str:
+    """The analysed query and closure to run on synopses, or why there is none."""
+    if not a.bounded:
+        return refusal(a)
+    q, v = a.query, a.verdict
+    units = a.synopsis.units
+    if q.timestamps and not q.aggregate and not q.distinct:
+        v = spj_verdict(q)
+        if not v.bounded:
+            return ("application-time bag query certified only by rules G1–G3 (timestamp "
+                    "order): not supported by the executor yet (it needs the down-set engine "
+                    "of design/spj-application-time.md §4.4); allow_unbounded=True runs it "
+                    "on the full history")
+        units = spj_synopsis(v.spj, v.closure).units
+    if q.distinct and not q.aggregate and q.has_self_join and len(v.spj.occs) > 1 \
+            and v.closure.sat and fig2(v.spj, v.closure):
+        return ("set self-join bounded only after removing redundant occurrences per derived "
+                "LTO query: not supported by the synopsis executor yet; allow_unbounded=True "
+                "runs it on the full history")
+    return v.spj, v.closure, units
+
+
+def choose_mode(a: Analysis, source: Source | str, mode: str | None,
+                allow_unbounded: bool) -> str:
+    """Synopses when possible; the full history only if asked for or allowed."""
+    if not a.bounded and not allow_unbounded:
+        raise SpjError(str(source))
+    if not isinstance(source, str):
+        return mode or SYNOPSIS
+    if mode == SYNOPSIS or (mode is None and not allow_unbounded):
+        raise SpjError(source)
+    return FULL_HISTORY
+
+
+def full_spj(q: Query) -> Spj:
+    """The whole query (every attribute it reads), as the full-history mode runs it."""
+    if q.aggregate:
+        return spj_of(q, q.group_by, True, extra=tuple(a.arg for a in q.aggregates if a.arg))
+    return spj_of(q, q.projection, not q.distinct)
