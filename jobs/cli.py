@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -118,19 +119,40 @@ def generate(
 def record(
     name: Annotated[str, typer.Argument(help="Recording name (schemas/recordings/NAME.yaml)")],
     files: Annotated[list[Path], typer.Argument(help="CSV, JSONL or Parquet files")],
+    again: Annotated[bool, typer.Option(
+        "--again", help="Record files even if the recording already holds their content")]
+        = False,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
-    """Append files to a recording, one commit each; rows that do not fit are quarantined."""
-    from .recordings.store import record_files
+    """Append files to a recording in one commit; rows that do not fit are quarantined."""
+    from .recordings.store import FileReport, record_files
+    from .storage import open_driver_storage
 
     ctx = Context(warehouse, catalog, backend)
     spec = ctx.catalog.recording(name)
-    reports = record_files(ctx.storage, ctx.warehouse, spec, files)
+    progress = _progress(ctx.settings)
+    task = progress.add_task(f"record {name}", total=len(files))
+
+    def read(r: FileReport) -> None:
+        progress.advance(task)
+        if progress.disable:  # no bar: a line per file
+            console.print(f"{r.source}: " + ("skipped" if r.skipped else
+                          f"{r.rows} rows, {r.recorded} fit, {r.quarantined} quarantined"),
+                          highlight=False, soft_wrap=True)
+
+    with nullcontext() if progress.disable else progress:
+        reports = record_files(open_driver_storage(backend, ctx.settings), ctx.warehouse, spec,
+                               files, again=again, on_file=read)
     table = Table("file", "rows", "recorded", "quarantined", "version", title=f"record {name}")
     for r in reports:
-        table.add_row(r.source, str(r.rows), str(r.recorded), str(r.quarantined),
-                      "-" if r.version is None else str(r.version))
+        counts = ("-", "-", "-") if r.skipped else (str(r.rows), str(r.recorded),
+                                                    str(r.quarantined))
+        table.add_row(r.source, *counts, "-" if r.version is None else str(r.version))
     console.print(table)
+    for r in reports:
+        if r.skipped:
+            console.print(f"skipped {r.source}: {r.skipped} (sha256 {r.sha256[:12]}…); "
+                          "--again records it again", highlight=False, soft_wrap=True)
     bad = sum(r.quarantined for r in reports)
     if bad:
         console.print(f"{bad} rows quarantined with reasons in {ctx.warehouse.quarantine(name)}")

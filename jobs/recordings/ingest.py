@@ -2,7 +2,18 @@
 
 Every data row ends up in exactly one of two tables: ``good`` (cast exactly to the recording's
 Arrow schema, in file order) or ``quarantined`` (with a reason naming the column and the value).
-Problems with a whole file raise :class:`IngestError` instead.
+The rules are the same in every format (values: :mod:`jobs.recordings.values`):
+
+- CSV and JSONL hold one record per physical line (a line ends at ``\\n``, ``\\r\\n`` or ``\\r``);
+  a CSV quote that is not closed on its own line is an error of that line, and the next line is
+  read on its own. A line that is not UTF-8 is quarantined with its line number. Blank lines are
+  skipped.
+- A row with a column the recording does not declare (CSV header, Parquet column, JSON key), a
+  repeated column, or no key or time value is quarantined; a declared column that is absent is
+  null.
+- An empty file (no bytes but blanks), a binary file (a NUL byte in its first 8 KiB), an
+  unreadable file or Parquet file, and a CSV header line that cannot be read raise
+  :class:`IngestError`: these are problems of the whole file.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ import csv
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +33,8 @@ import pyarrow.parquet as pq
 from engine.catalog import COLUMN_TYPES, RecordingSpec
 from engine.errors import RepriseError
 
+from .values import ARTICLE, JSON_PARSERS, TEXT_PARSERS, InvalidValue, clip, parse_json
+
 QUARANTINE_SCHEMA = pa.schema([
     pa.field("source", pa.string()),
     pa.field("line", pa.int64()),
@@ -29,12 +42,8 @@ QUARANTINE_SCHEMA = pa.schema([
     pa.field("reason", pa.string()),
 ])
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_US = timedelta(microseconds=1)
-_SHOWN_MAX = 80
-_ARTICLE = {"string": "a string", "int": "an int", "double": "a double", "bool": "a bool",
-            "timestamp": "a timestamp"}
+_PROBE = 8192  # bytes looked at for a NUL byte (a binary file)
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -59,118 +68,6 @@ class IngestError(RepriseError):
         super().__init__(f"{source}: {problem}")
 
 
-class _Invalid(Exception):
-    """One value (or line) does not fit; the message is the quarantine reason's detail."""
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SHOWN_MAX else text[:_SHOWN_MAX - 1] + "…"
-
-
-def _in_int64(value: int, shown: str) -> int:
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise _Invalid(f"{shown} does not fit a 64-bit int")
-    return value
-
-
-def _epoch_us(text: str, shown: str) -> int:
-    """ISO 8601 text to microseconds since the epoch, UTC; a value without offset is UTC."""
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise _Invalid(f"{shown} is not a timestamp") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _ONE_US
-
-
-# Text values (CSV fields, Parquet string columns): never empty here, CSV maps '' to null first.
-
-def _text_string(text: str) -> str:
-    return text
-
-
-def _text_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise _Invalid(f"{_clip(repr(text))} is not an int") from None
-    return _in_int64(value, _clip(repr(text)))
-
-
-def _text_double(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise _Invalid(f"{_clip(repr(text))} is not a double") from None
-
-
-def _text_bool(text: str) -> bool:
-    word = text.strip().lower()
-    if word in ("true", "1"):
-        return True
-    if word in ("false", "0"):
-        return False
-    raise _Invalid(f"{_clip(repr(text))} is not a bool (expected true, false, 1 or 0)")
-
-
-def _text_timestamp(text: str) -> int:
-    return _epoch_us(text, _clip(repr(text)))
-
-
-_TEXT_PARSERS: dict[str, Callable[[str], Any]] = {
-    "string": _text_string, "int": _text_int, "double": _text_double, "bool": _text_bool,
-    "timestamp": _text_timestamp,
-}
-
-
-# JSON values: decoded by json.loads, never None here.
-
-def _show(value: Any) -> str:
-    return _clip(json.dumps(value, ensure_ascii=False))
-
-
-def _json_string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise _Invalid(f"expected a string, got {_show(value)}")
-    return value
-
-
-def _json_int(value: Any) -> int:
-    if isinstance(value, float) and value.is_integer():
-        return _in_int64(int(value), _show(value))
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _Invalid(f"{_show(value)} is not an int")
-    return _in_int64(value, _show(value))
-
-
-def _json_double(value: Any) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise _Invalid(f"{_show(value)} is not a double")
-    try:
-        return float(value)
-    except OverflowError:
-        raise _Invalid(f"{_show(value)} does not fit a double") from None
-
-
-def _json_bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _Invalid(f"{_show(value)} is not a bool (expected true or false)")
-    return value
-
-
-def _json_timestamp(value: Any) -> int:
-    if not isinstance(value, str):
-        raise _Invalid(f"{_show(value)} is not a timestamp (expected an ISO 8601 string)")
-    return _epoch_us(value, _show(value))
-
-
-_JSON_PARSERS: dict[str, Callable[[Any], Any]] = {
-    "string": _json_string, "int": _json_int, "double": _json_double, "bool": _json_bool,
-    "timestamp": _json_timestamp,
-}
-
-
 def _quarantine_table(source: str, lines: list[int], raws: list[str],
                       reasons: list[str]) -> pa.Table:
     return pa.Table.from_arrays(
@@ -185,6 +82,13 @@ def _missing(spec: RecordingSpec, column: str) -> str | None:
     if column == spec.time:
         return f"missing time column {column!r}"
     return None
+
+
+def _column_problems(names: list[str], spec: RecordingSpec) -> list[str]:
+    """Problems every row of a CSV or Parquet file has through its column names."""
+    unknown = [f"unknown column {c!r}" for c in names if c not in spec.columns]
+    repeated = [f"repeated column {c!r}" for c in sorted({c for c in names if names.count(c) > 1})]
+    return unknown + repeated
 
 
 class _Rows:
@@ -211,7 +115,7 @@ class _Rows:
             if value is not None:
                 try:
                     value = parsers[typ](value)
-                except _Invalid as exc:
+                except InvalidValue as exc:
                     problems.append(f"column {column!r}: {exc}")
                     continue
             if value is None or value == "":
@@ -233,107 +137,98 @@ class _Rows:
                             _quarantine_table(self.source, self.lines, self.raws, self.reasons))
 
 
+def _lines(path: Path, source: str) -> Iterator[tuple[int, str, str | None]]:
+    """Each physical line as (line number, text, problem); problem is None for UTF-8 text.
+
+    A line that is not UTF-8 comes with its bytes escaped (``\\xff``) and the problem.
+    """
+    with path.open("rb") as handle:
+        nul = handle.read(_PROBE).find(b"\0")
+        if nul >= 0:
+            raise IngestError(source, f"binary file (a NUL byte at offset {nul}); expected "
+                                      "UTF-8 text")
+        handle.seek(0)
+        number = 0
+        for chunk in handle:
+            for line in chunk.splitlines():
+                number += 1
+                if number == 1 and line.startswith(_BOM):
+                    line = line[len(_BOM):]
+                try:
+                    yield number, line.decode("utf-8"), None
+                except UnicodeDecodeError as exc:
+                    yield (number, line.decode("utf-8", "backslashreplace"),
+                           f"not valid UTF-8: byte 0x{line[exc.start]:02x} at byte "
+                           f"{exc.start + 1} of the line")
+
+
+def _csv_record(text: str) -> list[str]:
+    """The fields of one CSV line; raises InvalidValue for malformed quoting."""
+    try:
+        return next(csv.reader([text], strict=True))
+    except csv.Error as exc:
+        problem = str(exc)
+        if problem == "unexpected end of data":
+            problem = "a quoted field is not closed on its line (records are one per line)"
+        raise InvalidValue(f"malformed CSV: {problem}") from None
+
+
 def _read_csv(path: Path, spec: RecordingSpec, source: str) -> IngestResult:
     rows = _Rows(spec, source)
-    consumed: list[str] = []
-
-    def tracked(lines: Iterator[str]) -> Iterator[str]:
-        for text in lines:
-            consumed.append(text)
-            yield text
-
     header: list[str] | None = None
-    line_no = 0
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(tracked(handle))
-        while True:
-            consumed.clear()
+    shared: list[str] = []
+    for number, text, problem in _lines(path, source):
+        if not text.strip():
+            continue
+        record: list[str] = []
+        if problem is None:
             try:
-                record: list[str] | None = next(reader)
-                error = None
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                record, error = None, f"malformed CSV: {exc}"
-            start, line_no = line_no + 1, line_no + len(consumed)
-            raw = "".join(consumed).rstrip("\r\n")
-            if not raw.strip():
-                continue
-            if header is None:
-                if record is None:
-                    raise IngestError(source, f"header line {start}: {error}")
-                header = _check_header(record, spec, source)
-            elif record is None:
-                rows.quarantine(start, raw, str(error))
-            elif len(record) != len(header):
-                rows.quarantine(start, raw,
-                                f"line has {len(record)} fields, header has {len(header)}")
-            else:
-                fields = {name: value or None for name, value in zip(header, record, strict=True)}
-                rows.add(start, raw, fields, _TEXT_PARSERS, [])
+                record = _csv_record(text)
+            except InvalidValue as exc:
+                problem = str(exc)
+        if header is None:
+            if problem is not None:
+                raise IngestError(source, f"line {number} (the header): {problem}")
+            header, shared = record, _column_problems(record, spec)
+        elif problem is not None:
+            rows.quarantine(number, text, problem)
+        elif len(record) != len(header):
+            rows.quarantine(number, text,
+                            f"line has {len(record)} fields, header has {len(header)}")
+        else:
+            fields = {name: value or None for name, value in zip(header, record, strict=True)}
+            rows.add(number, text, fields, TEXT_PARSERS, list(shared))
     if header is None:
         raise IngestError(source, "empty file: no header line")
     return rows.result()
 
 
-def _names(columns: list[str]) -> str:
-    return ", ".join(repr(c) for c in columns)
-
-
-def _check_header(header: list[str], spec: RecordingSpec, source: str) -> list[str]:
-    problems = []
-    missing = [c for c in spec.columns if c not in header]
-    if missing:
-        problems.append(f"header is missing column(s) {_names(missing)}")
-    unknown = [c for c in header if c not in spec.columns]
-    if unknown:
-        problems.append(f"header has unknown column(s) {_names(unknown)}")
-    repeated = sorted({c for c in header if header.count(c) > 1})
-    if repeated:
-        problems.append(f"header repeats column(s) {_names(repeated)}")
-    if problems:
-        raise IngestError(source, "; ".join(problems))
-    return header
-
-
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in obj:
-            raise _Invalid(f"duplicate key {name!r}")
-        obj[name] = value
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    raise _Invalid(f"{name} is not allowed")
-
-
-_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", int: "a number",
-               float: "a number", type(None): "null"}
+_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", Decimal: "a number",
+               type(None): "null"}
 
 
 def _read_jsonl(path: Path, spec: RecordingSpec, source: str) -> IngestResult:
     rows = _Rows(spec, source)
-    with path.open(encoding="utf-8-sig") as handle:
-        for line_no, text in enumerate(handle, 1):
-            raw = text.rstrip("\n")
-            if not raw.strip():
-                continue
-            try:
-                doc = json.loads(raw, object_pairs_hook=_unique_object, parse_constant=_no_constant)
-            except json.JSONDecodeError as exc:
-                rows.quarantine(line_no, raw, f"not valid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            except _Invalid as exc:
-                rows.quarantine(line_no, raw, f"not valid JSON: {exc}")
-                continue
-            if not isinstance(doc, dict):
-                kind = _JSON_KINDS[type(doc)]
-                rows.quarantine(line_no, raw, f"expected a JSON object, got {kind}")
-                continue
-            unknown = [f"unknown column {name!r}" for name in doc if name not in spec.columns]
-            rows.add(line_no, raw, doc, _JSON_PARSERS, unknown)
+    blank = True
+    for number, text, problem in _lines(path, source):
+        if not text.strip():
+            continue
+        blank = False
+        if problem is not None:
+            rows.quarantine(number, text, problem)
+            continue
+        try:
+            doc = parse_json(text)
+        except InvalidValue as exc:
+            rows.quarantine(number, text, f"not valid JSON: {exc}")
+            continue
+        if not isinstance(doc, dict):
+            rows.quarantine(number, text, f"expected a JSON object, got {_JSON_KINDS[type(doc)]}")
+            continue
+        unknown = [f"unknown column {name!r}" for name in doc if name not in spec.columns]
+        rows.add(number, text, doc, JSON_PARSERS, unknown)
+    if blank:
+        raise IngestError(source, "empty file: no lines")
     return rows.result()
 
 
@@ -348,8 +243,44 @@ def _castable(source_type: pa.DataType, typ: str) -> bool:
     return False
 
 
-def _cast_column(data: pa.ChunkedArray, column: str, typ: str,
-                 source: str) -> tuple[pa.Array, dict[int, str]]:
+def _is_text(typ: pa.DataType) -> bool:
+    t = pa.types
+    return t.is_string(typ) or t.is_large_string(typ) or t.is_string_view(typ)
+
+
+def _texts(array: pa.Array) -> list[str | bytes | None]:
+    """The values of a string column; a value that is not UTF-8 (Arrow does not check) as bytes."""
+    try:
+        return array.to_pylist()
+    except UnicodeDecodeError:
+        values: list[str | bytes | None] = []
+        for raw in array.cast(pa.large_binary()).to_pylist():
+            try:
+                values.append(None if raw is None else raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                values.append(raw)
+        return values
+
+
+def _escaped(raw: bytes) -> str:
+    return clip(repr(raw.decode("utf-8", "backslashreplace")))
+
+
+def _raw_rows(table: pa.Table) -> list[str]:
+    """Each row of a Parquet table as JSON text (bytes that are not UTF-8 shown escaped)."""
+    columns = [[v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
+                for v in _texts(c)]
+               if _is_text(c.type) else c.to_pylist()
+               for c in table.combine_chunks().columns]
+    return [json.dumps(dict(zip(table.column_names, row, strict=True)), default=str)
+            for row in zip(*columns, strict=True)]
+
+
+def _shown(value: Any) -> str:
+    return clip(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _cast_column(data: pa.ChunkedArray, typ: str) -> tuple[pa.Array, dict[int, str]]:
     """Cast one Parquet column to the spec type; failing rows become null, with their reason."""
     target = COLUMN_TYPES[typ]
     if pa.types.is_dictionary(data.type):
@@ -358,64 +289,66 @@ def _cast_column(data: pa.ChunkedArray, column: str, typ: str,
     if pa.types.is_null(array.type):
         return pa.nulls(len(array), target), {}
     t = pa.types
-    if t.is_string(array.type) or t.is_large_string(array.type) or t.is_string_view(array.type):
-        parser, values, errors = _TEXT_PARSERS[typ], [], {}
-        for i, text in enumerate(array.to_pylist()):
+    if _is_text(array.type):
+        parser, values, errors = TEXT_PARSERS[typ], [], {}
+        for i, text in enumerate(_texts(array)):
             try:
+                if isinstance(text, bytes):
+                    raise InvalidValue(f"{_escaped(text)} is not valid UTF-8")
                 values.append(None if text is None else parser(text))
-            except _Invalid as exc:
+            except InvalidValue as exc:
                 values.append(None)
                 errors[i] = str(exc)
         return pa.array(values, target), errors
     if not _castable(array.type, typ):
-        raise IngestError(source, f"column {column!r} has type {array.type}, "
-                                  f"which cannot hold {_ARTICLE[typ]}")
+        problem = f"is not {ARTICLE[typ]} (the column has type {array.type})"
+        errors = {i: f"{_shown(v)} {problem}" for i, v in enumerate(array.to_pylist())
+                  if v is not None}
+        return pa.nulls(len(array), target), errors
     if t.is_timestamp(array.type) and array.type.tz is None:
         array = array.cast(pa.timestamp(array.type.unit, tz="UTC"))  # naive means UTC
     try:
-        return pc.cast(array, target), {}
+        cast, errors = pc.cast(array, target), {}
     except pa.ArrowInvalid:
-        pass
-    cells, errors = [], {}
-    for i in range(len(array)):
-        cell = array.slice(i, 1)
-        try:
-            cells.append(pc.cast(cell, target))
-        except pa.ArrowInvalid as exc:
-            cells.append(pa.nulls(1, target))
-            errors[i] = f"{_clip(str(cell[0].as_py()))} cannot be converted to {typ}: {exc}"
-    return pa.concat_arrays(cells), errors
+        cells, errors = [], {}
+        for i in range(len(array)):
+            cell = array.slice(i, 1)
+            try:
+                cells.append(pc.cast(cell, target))
+            except pa.ArrowInvalid as exc:
+                cells.append(pa.nulls(1, target))
+                errors[i] = f"{clip(str(cell[0].as_py()))} cannot be converted to {typ}: {exc}"
+        cast = pa.concat_arrays(cells)
+    if typ == "double":
+        infinite = pc.fill_null(pc.invert(pc.is_finite(cast)), False)
+        for i in pc.indices_nonzero(infinite).to_pylist():
+            errors[i] = f"{cast[i].as_py()} is not a finite double"
+        cast = pc.if_else(infinite, pa.scalar(None, target), cast)
+    return cast, errors
 
 
 def _read_parquet(path: Path, spec: RecordingSpec, source: str) -> IngestResult:
+    if path.stat().st_size == 0:
+        raise IngestError(source, "empty file: no Parquet data")
     try:
         table = pq.read_table(path)
     except pa.ArrowException as exc:
         raise IngestError(source, f"not a readable Parquet file: {exc}") from exc
     names = table.column_names
-    problems = []
-    required = [c for c in (spec.key, spec.time) if c not in names]
-    if required:
-        problems.append(f"missing required column(s) {_names(required)}")
-    unknown = [c for c in names if c not in spec.columns]
-    if unknown:
-        problems.append(f"unknown column(s) {_names(unknown)}")
-    repeated = sorted({c for c in names if names.count(c) > 1})
-    if repeated:
-        problems.append(f"repeated column(s) {_names(repeated)}")
-    if problems:
-        raise IngestError(source, "; ".join(problems))
-
-    reasons: dict[int, list[str]] = {}
+    shared = _column_problems(names, spec)
+    reasons: dict[int, list[str]] = {i: list(shared) for i in range(table.num_rows)} \
+        if shared else {}
     arrays = []
     for column, typ in spec.columns.items():
+        missing = _missing(spec, column)
         if column not in names:
             arrays.append(pa.nulls(table.num_rows, COLUMN_TYPES[typ]))
+            for i in range(table.num_rows) if missing else ():
+                reasons.setdefault(i, []).append(missing)
             continue
-        array, errors = _cast_column(table.column(column), column, typ, source)
+        array, errors = _cast_column(table.column(names.index(column)), typ)
         for i, error in errors.items():
             reasons.setdefault(i, []).append(f"column {column!r}: {error}")
-        missing = _missing(spec, column)
         if missing:
             absent = pc.is_null(array)
             if pa.types.is_string(array.type):
@@ -429,8 +362,7 @@ def _read_parquet(path: Path, spec: RecordingSpec, source: str) -> IngestResult:
     bad = sorted(reasons)
     good_rows = pa.array(sorted(set(range(table.num_rows)) - set(reasons)), pa.int64())
     good = pa.Table.from_arrays(arrays, schema=schema).take(good_rows)
-    bad_rows = table.take(pa.array(bad, pa.int64())).to_pylist()
-    raws = [json.dumps(row, default=str) for row in bad_rows]
+    raws = _raw_rows(table.take(pa.array(bad, pa.int64())))
     return IngestResult(source, good, _quarantine_table(
         source, [i + 1 for i in bad], raws, ["; ".join(reasons[i]) for i in bad]))
 
@@ -443,8 +375,8 @@ _READERS: dict[str, Callable[[Path, RecordingSpec, str], IngestResult]] = {
 def read_file(path: str | Path, spec: RecordingSpec) -> IngestResult:
     """Validate one file against ``spec``; dispatch on extension: .csv, .jsonl / .ndjson, .parquet.
 
-    Raises :class:`IngestError` for whole-file problems (unknown extension, unreadable file, CSV
-    header or Parquet columns not matching the spec); row problems go to ``quarantined``.
+    Raises :class:`IngestError` for whole-file problems (unknown extension, unreadable, empty or
+    binary file, unreadable CSV header); row problems go to ``quarantined``.
     """
     path = Path(path)
     source = str(path)
@@ -456,5 +388,3 @@ def read_file(path: str | Path, spec: RecordingSpec) -> IngestResult:
         return reader(path, spec, source)
     except OSError as exc:
         raise IngestError(source, f"cannot read file: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise IngestError(source, f"not valid UTF-8 text: {exc.reason}") from exc

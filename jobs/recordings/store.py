@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import pyarrow as pa
 
 from engine.catalog import Catalog, RecordingSpec
 from engine.errors import RepriseError
 
 from ..storage import DeltaStorage
 from ..warehouse import Warehouse
+from .commits import (
+    FILES_KEY,
+    RECORD_KEY,
+    RecordedFile,
+    files_metadata,
+    new_record_id,
+    record_txn,
+    recorded_hashes,
+    roll_back_orphans,
+)
 from .generators import generate
-from .ingest import QUARANTINE_SCHEMA, read_file
+from .ingest import QUARANTINE_SCHEMA, IngestError, IngestResult, read_file
 
 
 class RecordingExists(RepriseError):
@@ -24,10 +37,12 @@ class FileReport:
     """What ``record`` did with one file."""
 
     source: str
+    sha256: str
     rows: int
     recorded: int
     quarantined: int
-    version: int | None  # recording version of the commit (None when no row fitted)
+    version: int | None  # recording version holding the file's rows (None: not committed)
+    skipped: str | None = None  # why the file was not recorded (again)
 
 
 def generate_recording(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog, kind: str,
@@ -58,26 +73,65 @@ def generate_recording(storage: DeltaStorage, warehouse: Warehouse, catalog: Cat
     return versions
 
 
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes; IngestError when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise IngestError(str(path), f"cannot read file: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
+
+
 def record_files(storage: DeltaStorage, warehouse: Warehouse, spec: RecordingSpec,
-                 files: Sequence[str | Path]) -> list[FileReport]:
-    """Append each file as one commit; rows that do not fit go to ``quarantine/<name>``.
+                 files: Sequence[str | Path], *, again: bool = False,
+                 on_file: Callable[[FileReport], None] | None = None) -> list[FileReport]:
+    """Append the files' good rows to the recording and their other rows to ``quarantine/<name>``,
+    all or nothing (:mod:`jobs.recordings.commits`): one commit on each table for all the files.
 
-    Every file is parsed before anything is written, so a file that cannot be read at all
-    (an :class:`~jobs.recordings.ingest.IngestError`) stops the command with nothing recorded.
+    A file whose content (sha256) the recording already holds, or that repeats an earlier file
+    of ``files``, is skipped unless ``again``. Every file is parsed before anything is written,
+    so a file that cannot be read at all (an :class:`~jobs.recordings.ingest.IngestError`) stops
+    the command with nothing recorded. ``on_file`` sees each file's report once it is read.
     """
-    results = [read_file(f, spec) for f in files]
-    reports = []
-    for result in results:
-        version = None
-        meta = {"reprise.source": result.source}
-        if result.good.num_rows:
-            version = storage.write(result.good, warehouse.recording(spec.name),
-                                    metadata=meta).version
-        if result.quarantined.num_rows:
-            storage.write(result.quarantined.cast(QUARANTINE_SCHEMA),
-                          warehouse.quarantine(spec.name), metadata=meta)
-        reports.append(FileReport(source=result.source, rows=result.total,
-                                  recorded=result.good.num_rows,
-                                  quarantined=result.quarantined.num_rows, version=version))
-    return reports
+    recording, quarantine = warehouse.recording(spec.name), warehouse.quarantine(spec.name)
+    known = {} if again else recorded_hashes(storage, recording)
+    given: dict[str, str] = {}
+    reports: list[FileReport] = []
+    results: list[IngestResult] = []
+    for path in files:
+        source, digest = str(path), file_sha256(path)
+        skipped = None
+        if digest in known:
+            skipped = f"already recorded in version {known[digest]} of recording {spec.name!r}"
+        elif digest in given and not again:
+            skipped = f"same content as {given[digest]}, given before it"
+        if skipped:
+            report = FileReport(source, digest, 0, 0, 0, known.get(digest), skipped)
+        else:
+            result = read_file(path, spec)
+            results.append(result)
+            report = FileReport(source, digest, result.total, result.good.num_rows,
+                                result.quarantined.num_rows, None)
+        given.setdefault(digest, source)
+        reports.append(report)
+        if on_file:
+            on_file(report)
+    if not results:
+        return reports
 
+    roll_back_orphans(storage, recording, quarantine)
+    record_id = new_record_id()
+    bad = [r.quarantined for r in results if r.quarantined.num_rows]
+    if bad:
+        storage.write(pa.concat_tables(bad).cast(QUARANTINE_SCHEMA), quarantine,
+                      metadata={RECORD_KEY: record_id})
+    written = [r for r in reports if r.skipped is None]
+    listed = files_metadata(RecordedFile(r.source, r.sha256, r.rows, r.recorded, r.quarantined)
+                            for r in written)
+    version = storage.write(pa.concat_tables([r.good for r in results]), recording,
+                            txn=record_txn(record_id),
+                            metadata={RECORD_KEY: record_id, FILES_KEY: listed}).version
+    return [r if r.skipped else replace(r, version=version) for r in reports]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from ..settings import Settings, SettingsError, load_settings
-from ..spark import delta_jars_loadable
+from ..spark import delta_jars_configured, delta_jars_loadable, get_spark, session_conf
 from .base import DeltaStorage
 from .delta_rs import DeltaRsStorage
 from .delta_spark import DeltaSparkStorage
@@ -13,16 +13,36 @@ from .delta_spark import DeltaSparkStorage
 BACKENDS = ("auto", "delta-rs", "delta-spark")
 
 
-def open_storage(spark: SparkSession, backend: str | None = None,
-                 settings: Settings | None = None) -> DeltaStorage:
-    """Storage for ``backend`` (default: the settings' ``REPRISE_DELTA_BACKEND``)."""
+def _named(backend: str | None, settings: Settings | None) -> str:
+    """``backend``, else the settings' ``REPRISE_DELTA_BACKEND``; SettingsError when unknown."""
     backend = backend or (load_settings() if settings is None else settings).delta_backend
     if backend not in BACKENDS:
         raise SettingsError(f"unknown Delta backend {backend!r}; "
                             f"expected one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def open_storage(spark: SparkSession, backend: str | None = None,
+                 settings: Settings | None = None) -> DeltaStorage:
+    """Storage for ``backend`` (default: the settings' ``REPRISE_DELTA_BACKEND``)."""
+    backend = _named(backend, settings)
     if backend == "delta-spark" and not delta_jars_loadable(spark):
         raise SettingsError("Delta backend 'delta-spark' was asked for but the Delta jars are "
                             "not loaded: set REPRISE_DELTA_JARS to the jar paths (see README)")
     if backend == "delta-spark" or (backend == "auto" and delta_jars_loadable(spark)):
         return DeltaSparkStorage(spark)
     return DeltaRsStorage(spark)
+
+
+def open_driver_storage(backend: str | None = None,
+                        settings: Settings | None = None) -> DeltaStorage:
+    """Storage for Arrow tables on the driver only (``reprise record``).
+
+    delta-rs reads and writes Arrow tables without Spark, so a SparkSession (seconds to start) is
+    started only when the backend is delta-spark, or ``auto`` with the Delta jars configured.
+    """
+    backend = _named(backend, settings)
+    if backend == "delta-rs" or (
+            backend == "auto" and not delta_jars_configured(session_conf(settings=settings)[1])):
+        return DeltaRsStorage(spark=None)  # type: ignore[arg-type]  # no Spark method is used
+    return open_storage(get_spark(settings=settings), backend, settings)

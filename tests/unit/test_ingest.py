@@ -119,14 +119,19 @@ def test_csv_double_bool_and_string_columns(tmp_path: Path) -> None:
     assert result.total == 5
 
 
-def test_csv_quoted_field_spanning_lines_keeps_line_numbers(tmp_path: Path) -> None:
+def test_csv_quoted_field_spanning_lines_is_quarantined_line_by_line(tmp_path: Path) -> None:
     text = ("user,ts,score,active,note\n"
             "u1,2026-01-01T00:00:00Z,1,true,\"two\nlines\"\n"
-            "u2,2026-01-01T00:00:00Z,oops,true,x\n")
+            "u2,2026-01-01T00:00:00Z,oops,true,x\n"
+            "u3,2026-01-01T00:00:00Z,3,true,x\n")
     result = read_file(write(tmp_path / "e.csv", text), EVENTS)
-    assert result.good["note"].to_pylist() == ["two\nlines"]
-    assert quarantine(result) == [(4, "column 'score': 'oops' is not a double")]
-    assert result.total == 2
+    assert result.good["user"].to_pylist() == ["u3"]
+    assert quarantine(result) == [
+        (2, "malformed CSV: a quoted field is not closed on its line (records are one per line)"),
+        (3, "line has 1 fields, header has 5"),
+        (4, "column 'score': 'oops' is not a double"),
+    ]
+    assert result.total == 4
 
 
 def test_csv_malformed_record_is_quarantined_and_reading_goes_on(tmp_path: Path) -> None:
@@ -142,14 +147,25 @@ def test_csv_malformed_record_is_quarantined_and_reading_goes_on(tmp_path: Path)
     assert result.quarantined["raw"][0].as_py().endswith(huge)
 
 
-def test_csv_header_must_match_the_spec(tmp_path: Path) -> None:
-    path = write(tmp_path / "v.csv", "patient_id,ts,heart_rate,pulse\np1,2026-01-01,1,2\n")
+def test_csv_header_columns_follow_the_row_rules(tmp_path: Path) -> None:
+    path = write(tmp_path / "v.csv", "patient_id,ts,heart_rate,pulse\np1,2026-01-01,1,2\n"
+                                     "p2,2026-01-01,3,\n")
+    result = read_file(path, VITALS)
+    assert result.good.num_rows == 0
+    assert quarantine(result) == [(2, "unknown column 'pulse'"), (3, "unknown column 'pulse'")]
+    path = write(tmp_path / "w.csv", "patient_id,ts,heart_rate,heart_rate\np1,2026-01-01,1,2\n")
+    assert quarantine(read_file(path, VITALS)) == [(2, "repeated column 'heart_rate'")]
+    path = write(tmp_path / "x.csv", "heart_rate,spo2\n70,98\n")
+    assert quarantine(read_file(path, VITALS)) == [
+        (2, "missing key column 'patient_id'; missing time column 'ts'")]
+
+
+def test_csv_header_that_cannot_be_read_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "v.csv", '\n"patient_id,ts\np1,2026-01-01\n')
     with pytest.raises(IngestError) as err:
         read_file(path, VITALS)
-    message = str(err.value)
-    assert message.startswith(str(path) + ":")
-    assert "missing column(s) 'spo2'" in message
-    assert "unknown column(s) 'pulse'" in message
+    assert str(err.value) == (f"{path}: line 2 (the header): malformed CSV: a quoted field is "
+                              "not closed on its line (records are one per line)")
 
 
 def test_csv_without_header_is_an_error(tmp_path: Path) -> None:
@@ -331,18 +347,18 @@ def test_parquet_string_timestamps_are_parsed_as_iso(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("columns", "expected"), [
     ({"patient_id": ["p"], "ts": pa.array([0], pa.timestamp("s")), "pulse": [1]},
-     "unknown column(s) 'pulse'"),
-    ({"patient_id": ["p"], "heart_rate": [1]}, "missing required column(s) 'ts'"),
+     "unknown column 'pulse'"),
+    ({"patient_id": ["p"], "heart_rate": [1]}, "missing time column 'ts'"),
     ({"patient_id": ["p"], "ts": pa.array([0], pa.timestamp("s")), "heart_rate": [True]},
-     "column 'heart_rate' has type bool, which cannot hold an int"),
+     "column 'heart_rate': true is not an int (the column has type bool)"),
 ])
-def test_parquet_columns_must_fit_the_spec(tmp_path: Path, columns: dict,
-                                           expected: str) -> None:
+def test_parquet_columns_that_do_not_fit_quarantine_their_rows(tmp_path: Path, columns: dict,
+                                                               expected: str) -> None:
     path = tmp_path / "v.parquet"
     pq.write_table(pa.table(columns), path)
-    with pytest.raises(IngestError) as err:
-        read_file(path, VITALS)
-    assert str(err.value) == f"{path}: {expected}"
+    result = read_file(path, VITALS)
+    assert result.good.num_rows == 0
+    assert quarantine(result) == [(1, expected)]
 
 
 # ---------------------------------------------------------------- whole-file errors
@@ -360,7 +376,59 @@ def test_unreadable_files_raise_ingest_error(tmp_path: Path) -> None:
     bad_parquet = write(tmp_path / "fake.parquet", "not parquet")
     with pytest.raises(IngestError, match="not a readable Parquet file"):
         read_file(bad_parquet, VITALS)
-    latin1 = tmp_path / "latin1.jsonl"
-    latin1.write_bytes('{"patient_id": "Zoë"}\n'.encode("latin-1"))
-    with pytest.raises(IngestError, match="not valid UTF-8"):
-        read_file(latin1, VITALS)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    with pytest.raises(IngestError, match="cannot read file: Is a directory"):
+        read_file(folder, VITALS)
+
+
+# ---------------------------------------------------------------- one record per physical line
+
+def test_csv_unclosed_quote_is_an_error_of_its_line_only(tmp_path: Path) -> None:
+    lines = ["patient_id,ts,heart_rate,spo2"]
+    lines += [f"p{i},2026-01-01T00:00:00Z,{60 + i % 50},97" for i in range(5001)]
+    lines[3] = 'p2,"2026-01-01T00:00:00Z,70,97'  # opens a quote that never closes
+    result = read_file(write(tmp_path / "big.csv", "\n".join(lines) + "\n"), VITALS)
+    assert quarantine(result) == [
+        (4, "malformed CSV: a quoted field is not closed on its line (records are one per line)")]
+    assert result.quarantined["raw"][0].as_py() == lines[3]
+    assert result.good.num_rows == 5000
+    assert result.total == 5001
+
+
+def test_csv_quote_closing_on_a_later_line_does_not_join_the_lines(tmp_path: Path) -> None:
+    text = ("user,ts,score,active,note\n"
+            "u1,2026-01-01T00:00:00Z,1,true,\"two\n"
+            "u2,2026-01-01T00:00:00Z,2,true,x\n"
+            "lines\"\n")
+    result = read_file(write(tmp_path / "e.csv", text), EVENTS)
+    assert result.good["user"].to_pylist() == ["u2"]
+    assert [line for line, _ in quarantine(result)] == [2, 4]
+    assert quarantine(result)[1] == (4, "line has 1 fields, header has 5")
+
+
+def test_csv_lines_may_end_with_cr_lf_or_a_lone_cr(tmp_path: Path) -> None:
+    path = tmp_path / "v.csv"
+    path.write_bytes(b"patient_id,ts,heart_rate,spo2\r\np1,2026-01-01T00:00:00Z,70,98\r"
+                     b"p2,2026-01-01T00:00:00Z,x,97\np3,2026-01-01T00:00:00Z,71,96")
+    result = read_file(path, VITALS)
+    assert result.good["patient_id"].to_pylist() == ["p1", "p3"]
+    assert [line for line, _ in quarantine(result)] == [3]
+
+
+def test_jsonl_nested_too_deeply_is_quarantined(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = write(tmp_path / "v.jsonl", f"{deep}\n"
+                 '{"patient_id": "p1", "ts": "2026-01-01T00:00:00Z"}\n')
+    result = read_file(path, VITALS)
+    assert result.good["patient_id"].to_pylist() == ["p1"]
+    assert quarantine(result) == [(1, "not valid JSON: nested too deeply")]
+
+
+@pytest.mark.parametrize("name", ["v.csv", "v.jsonl"])
+def test_binary_file_is_an_error_naming_it(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + bytes(range(256)))
+    with pytest.raises(IngestError) as err:
+        read_file(path, VITALS)
+    assert str(err.value) == f"{path}: binary file (a NUL byte at offset 3); expected UTF-8 text"

@@ -1,0 +1,169 @@
+"""``reprise record`` on real Delta tables (delta-rs, no Spark): commits, repeats, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from engine.catalog import load_catalog
+from jobs.cli import app
+from jobs.recordings.commits import FILES_KEY, RECORD_KEY, quarantine_rows
+from jobs.recordings.store import record_files
+from jobs.storage import open_driver_storage
+from jobs.storage.delta_rs import DeltaRsStorage
+from jobs.warehouse import Warehouse
+
+ROOT = Path(__file__).resolve().parents[2]
+CSV = """\
+patient_id,ts,heart_rate,spo2
+p1,2026-01-01T00:00:00Z,70,98
+p2,2026-01-01T00:00:05Z,abc,98
+p3,2026-01-01T00:00:10Z,71,97
+"""
+JSONL = """\
+{"patient_id": "q1", "ts": "2026-01-01T00:01:00Z", "heart_rate": 72.0}
+{"patient_id": "q2", "heart_rate": 73}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[Path]:
+    (tmp_path / "a.csv").write_text(CSV)
+    (tmp_path / "b.jsonl").write_text(JSONL)
+    return [tmp_path / "a.csv", tmp_path / "b.jsonl"]
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Warehouse:
+    return Warehouse(tmp_path / "wh")
+
+
+@pytest.fixture
+def storage() -> DeltaRsStorage:
+    return open_driver_storage("delta-rs")
+
+
+def reprise(wh: Warehouse, *args: str):
+    return CliRunner().invoke(app, [*args, "--warehouse", str(wh.root), "--catalog",
+                                    str(ROOT / "schemas"), "--backend", "delta-rs"])
+
+
+def tables(storage, wh: Warehouse) -> tuple[list[str], list[tuple[str, int]]]:
+    ids = sorted(storage.read_arrow(wh.recording("vitals")).column("patient_id").to_pylist())
+    bad = quarantine_rows(storage, wh.recording("vitals"), wh.quarantine("vitals"))
+    return ids, sorted(zip(bad.column("source").to_pylist(), bad.column("line").to_pylist(),
+                           strict=True))
+
+
+def test_record_is_one_commit_on_each_table_under_one_record_id(wh, storage, files) -> None:
+    result = reprise(wh, "record", "vitals", *map(str, files))
+    assert result.exit_code == 0, result.output
+    assert f"{files[0]}: 3 rows, 2 fit, 1 quarantined" in result.output
+    assert f"{files[1]}: 2 rows, 1 fit, 1 quarantined" in result.output
+    assert tables(storage, wh) == (["p1", "p3", "q1"], [(str(files[0]), 3), (str(files[1]), 2)])
+    [point] = storage.history(wh.recording("vitals"))
+    [quarantined] = storage.history(wh.quarantine("vitals"))
+    assert point[RECORD_KEY] == quarantined[RECORD_KEY]
+    assert json.loads(point[FILES_KEY]) == [
+        {"source": str(f), "sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "rows": rows,
+         "recorded": rows - 1, "quarantined": 1} for f, rows in zip(files, (3, 2), strict=True)]
+
+
+def test_recording_the_same_content_again_is_skipped_naming_the_version(wh, storage, files,
+                                                                       tmp_path) -> None:
+    assert reprise(wh, "record", "vitals", str(files[0])).exit_code == 0
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(files[0].read_bytes())
+    result = reprise(wh, "record", "vitals", str(copy), str(files[1]))
+    assert result.exit_code == 0, result.output
+    assert (f"skipped {copy}: already recorded in version 0 of recording 'vitals'"
+            in result.output)
+    assert "--again records it again" in result.output
+    assert tables(storage, wh)[0] == ["p1", "p3", "q1"]
+    result = reprise(wh, "record", "vitals", str(copy), "--again")
+    assert result.exit_code == 0, result.output
+    assert tables(storage, wh)[0] == ["p1", "p1", "p3", "p3", "q1"]
+
+
+def test_the_same_content_twice_in_one_command_is_recorded_once(wh, storage, files,
+                                                                tmp_path) -> None:
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(files[0].read_bytes())
+    result = reprise(wh, "record", "vitals", str(files[0]), str(copy))
+    assert result.exit_code == 0, result.output
+    assert f"skipped {copy}: same content as {files[0]}, given before it" in result.output
+    assert tables(storage, wh) == (["p1", "p3"], [(str(files[0]), 3)])
+
+
+class DiesAfterQuarantine(DeltaRsStorage):
+    """Raises on the recording commit, as a process killed between the two commits would stop."""
+
+    def write(self, data, path, **kwargs):
+        if "/recordings/" in path:
+            raise SystemExit("killed")
+        return super().write(data, path, **kwargs)
+
+
+def test_an_orphaned_quarantine_commit_is_hidden_then_rolled_back(wh, storage, files) -> None:
+    spec = load_catalog(ROOT / "schemas").recording("vitals")
+    with pytest.raises(SystemExit):
+        record_files(DiesAfterQuarantine(None), wh, spec, files)
+    assert storage.read_arrow(wh.quarantine("vitals")).num_rows == 2  # stored, not yet visible
+    assert not storage.exists(wh.recording("vitals"))
+    assert quarantine_rows(storage, wh.recording("vitals"), wh.quarantine("vitals")).num_rows == 0
+
+    record_files(storage, wh, spec, files)
+    expected = (["p1", "p3", "q1"], [(str(files[0]), 3), (str(files[1]), 2)])
+    assert tables(storage, wh) == expected
+    assert storage.read_arrow(wh.quarantine("vitals")).num_rows == 2  # the orphan is gone
+    record_files(storage, wh, spec, files)  # everything is skipped now
+    assert tables(storage, wh) == expected
+
+
+def test_a_file_with_only_quarantined_rows_is_still_remembered(wh, storage, tmp_path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("patient_id,ts\n,2026-01-01T00:00:00Z\n")
+    assert reprise(wh, "record", "vitals", str(bad)).exit_code == 0
+    result = reprise(wh, "record", "vitals", str(bad))
+    assert "already recorded in version 0" in result.output
+    assert tables(storage, wh) == ([], [(str(bad), 2)])
+
+
+@pytest.mark.parametrize(("make", "problem"), [
+    (lambda d: d, "cannot read file: Is a directory"),
+    (lambda d: d / "absent.csv", "cannot read file: No such file or directory"),
+    (lambda d: _bytes(d / "x.csv", b"PK\x03\x04\x14\x00\x00\x00"), "binary file"),
+    (lambda d: _bytes(d / "x.jsonl", b"\n\n"), "empty file"),
+    (lambda d: _bytes(d / "x.xml", b"<x/>"), "unknown extension '.xml'"),
+])
+def test_a_file_that_cannot_be_recorded_is_one_line_naming_it(wh, storage, files, tmp_path,
+                                                              make, problem) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = make(folder)
+    result = reprise(wh, "record", "vitals", str(files[0]), str(path))
+    assert result.exit_code == 1
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"error: {path}: {problem}"), result.output
+    assert "Traceback" not in result.output
+    assert not storage.exists(wh.recording("vitals"))  # nothing written, not even a.csv
+
+
+def _bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["record", "nope", "x.csv"], "error: unknown recording 'nope'"),
+    (["record", "vitals", "x.csv", "--backend", "foo"], "error: unknown Delta backend 'foo'"),
+])
+def test_command_problems_are_one_line(wh, args, message) -> None:
+    result = CliRunner().invoke(app, [*args, "--warehouse", str(wh.root), "--catalog",
+                                      str(ROOT / "schemas")])
+    assert result.exit_code == 1
+    assert result.output.strip().startswith(message) and "\n" not in result.output.strip()

@@ -1,0 +1,17 @@
+"""``reprise record`` SIGKILLed at every commit boundary and at random instants (a small
+campaign of ``record_kills.py``, which runs 20 kills): all or nothing, then exactly once."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from record_kills import AIMED, campaign
+
+
+def test_record_killed_anywhere_is_all_or_nothing_and_completes_once(tmp_path: Path) -> None:
+    log = campaign(tmp_path, kills=10, seed=11, rows=150, say=lambda _: None)
+    aimed = [kill for _, plan in AIMED for kill in plan]
+    assert [rc for kill, rc in log if kill.startswith("c")] == [-signal.SIGKILL] * len(aimed)
+    assert sum(rc == -signal.SIGKILL for _, rc in log) >= 10
+    assert any(kill[0] in "mw" for kill, _ in log)  # random instants too
