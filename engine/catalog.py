@@ -25,6 +25,7 @@ COLUMN_TYPES: dict[str, pa.DataType] = {
     "timestamp": pa.timestamp("us", tz="UTC"),
 }
 
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 _DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|m|h|d)\s*$")
 _UNIT_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000,
             "d": 86_400_000_000}
@@ -216,7 +217,7 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     """Check a query document against the known recordings and build its spec."""
     _unknown_field(doc, _QUERY_FIELDS, source)
     name = _require(doc, "name", source)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+    if not re.fullmatch(_IDENTIFIER, name):
         raise CatalogError(source, "name", f"{name!r} must be an identifier (letters, digits, _)")
     kind = _require(doc, "kind", source)
     from .registry import family_of  # the registry imports the families, which import this
@@ -229,14 +230,14 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         if not inputs:
             raise CatalogError(source, "inputs", "expected at least one stream: recording")
     for alias, rec in inputs.items():
-        if not isinstance(alias, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", alias):
-            raise CatalogError(source, f"inputs.{alias}", "a stream name must be an "
-                               "identifier (letters, digits, _)")
+        fieldname = "input" if single else f"inputs.{alias}"
+        if not isinstance(alias, str) or not re.fullmatch(_IDENTIFIER, alias):
+            raise CatalogError(source, fieldname, "a stream name must be an identifier "
+                               "(letters, digits, _)")
         if not isinstance(rec, str):
-            raise CatalogError(source, "input" if single else f"inputs.{alias}",
+            raise CatalogError(source, fieldname,
                                f"expected a recording name, got {type(rec).__name__} {rec!r}")
         if rec not in recordings:
-            fieldname = "input" if single else f"inputs.{alias}"
             known = ", ".join(sorted(recordings)) or "none"
             raise CatalogError(source, fieldname, f"unknown recording {rec!r} (known: {known})")
     key = time = None
@@ -279,7 +280,7 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
     out = {}
     for name, body in value.items():
         where = f"derive.{name}"
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)) or name in rec.columns:
+        if not re.fullmatch(_IDENTIFIER, str(name)) or name in rec.columns:
             raise CatalogError(source, where, f"{name!r} must be an identifier that is not a "
                                f"column of recording {rec.name!r}")
         if not isinstance(body, dict) or set(body) != {"sql", "type"}:
