@@ -123,7 +123,7 @@ def record(
             reports = record_files(open_driver_storage(backend), ctx.warehouse, spec, files,
                                    again=again, on_file=read)
     except (KeyError, ValueError, RuntimeError, IngestError, StorageError) as exc:
-        _fail(str(exc).strip("'\""))
+        _fail(" ".join(str(exc).strip("'\"").split("\n")))  # one line, even from delta-rs
     table = Table("file", "rows", "recorded", "quarantined", "version", title=f"record {name}")
     for r in reports:
         counts = ("-", "-", "-") if r.skipped else (str(r.rows), str(r.recorded),
