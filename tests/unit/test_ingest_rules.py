@@ -196,6 +196,19 @@ def test_a_value_that_is_not_utf8_quarantines_its_row_only(tmp_path: Path, fmt: 
     assert "\\xff" in result.quarantined["raw"][0].as_py()
 
 
+def test_a_dictionary_encoded_parquet_value_that_is_not_utf8_quarantines_its_row(
+        tmp_path: Path) -> None:
+    keys = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(
+        pa.array([0, 1, 3], pa.int32()).buffers()[1]), pa.py_buffer(b"ab\xff")])
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"k": pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()),
+                                                                 keys), "ts": [T, T]}), path)
+    result = read_file(path, SPEC)
+    assert result.good["k"].to_pylist() == ["a"]
+    assert reasons(result) == ["column 'k': 'b\\xff' is not valid UTF-8"]
+    assert json.loads(result.quarantined["raw"][0].as_py())["k"] == "b\\xff"
+
+
 # ---------------------------------------------------------------- numbers past any limit
 
 def huge_numbers(fmt: str, tmp: Path) -> Path:
