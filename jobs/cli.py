@@ -153,6 +153,9 @@ def record(
         if r.skipped:
             console.print(f"skipped {r.source}: {r.skipped} (sha256 {r.sha256[:12]}…); "
                           "--again records it again", highlight=False, soft_wrap=True)
+        elif r.rows and not r.recorded:
+            console.print(f"warning: no row of {r.source} fits recording {name!r} (see the "
+                          "reasons in its quarantine)", highlight=False, soft_wrap=True)
     bad = sum(r.quarantined for r in reports)
     if bad:
         console.print(f"{bad} rows quarantined with reasons in {ctx.warehouse.quarantine(name)}")

@@ -70,12 +70,13 @@ def orphans(storage: DeltaStorage, recording: str, quarantine: str) -> list[Orph
         recorded = {storage.commit_metadata(e).get(RECORD_KEY)
                     for e in storage.history(recording)}
     live = {f.path for f in storage.live_files(quarantine)}
+    history = [(int(e["version"]), storage.commit_metadata(e)) for e in storage.history(quarantine)]
+    rolled_back = {i for _, meta in history for i in meta.get(ROLLBACK_KEY, "").split(",")}
     found = []
-    for entry in storage.history(quarantine):
-        record_id = storage.commit_metadata(entry).get(RECORD_KEY)
-        if record_id is None or record_id in recorded:
+    for version, meta in history:
+        record_id = meta.get(RECORD_KEY)
+        if record_id is None or record_id in recorded or record_id in rolled_back:
             continue
-        version = int(entry["version"])
         added = _paths(storage, quarantine, version) - _paths(storage, quarantine, version - 1)
         still = tuple(sorted(added & live))
         # the transaction is the proof that survives log clean-up: checked only for candidates

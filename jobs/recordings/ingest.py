@@ -263,15 +263,15 @@ def _texts(array: pa.Array) -> list[str | bytes | None]:
 
 
 def _escaped(raw: bytes) -> str:
-    return clip(repr(raw.decode("utf-8", "backslashreplace")))
+    return clip("'" + raw.decode("utf-8", "backslashreplace") + "'")
 
 
 def _raw_rows(table: pa.Table) -> list[str]:
     """Each row of a Parquet table as JSON text (bytes that are not UTF-8 shown escaped)."""
+    plain = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+             for c in table.combine_chunks().columns]
     columns = [[v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
-                for v in _texts(c)]
-               if _is_text(c.type) else c.to_pylist()
-               for c in table.combine_chunks().columns]
+                for v in _texts(c)] if _is_text(c.type) else c.to_pylist() for c in plain]
     return [json.dumps(dict(zip(table.column_names, row, strict=True)), default=str)
             for row in zip(*columns, strict=True)]
 

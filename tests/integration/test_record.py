@@ -127,7 +127,9 @@ def test_an_orphaned_quarantine_commit_is_hidden_then_rolled_back(wh, storage, f
 def test_a_file_with_only_quarantined_rows_is_still_remembered(wh, storage, tmp_path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("patient_id,ts\n,2026-01-01T00:00:00Z\n")
-    assert reprise(wh, "record", "vitals", str(bad)).exit_code == 0
+    result = reprise(wh, "record", "vitals", str(bad))
+    assert result.exit_code == 0, result.output
+    assert f"warning: no row of {bad} fits recording 'vitals'" in result.output
     result = reprise(wh, "record", "vitals", str(bad))
     assert "already recorded in version 0" in result.output
     assert tables(storage, wh) == ([], [(str(bad), 2)])

@@ -196,6 +196,19 @@ def test_a_value_that_is_not_utf8_quarantines_its_row_only(tmp_path: Path, fmt: 
     assert "\\xff" in result.quarantined["raw"][0].as_py()
 
 
+def test_a_dictionary_encoded_parquet_value_that_is_not_utf8_quarantines_its_row(
+        tmp_path: Path) -> None:
+    keys = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(
+        pa.array([0, 1, 3], pa.int32()).buffers()[1]), pa.py_buffer(b"ab\xff")])
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"k": pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()),
+                                                                 keys), "ts": [T, T]}), path)
+    result = read_file(path, SPEC)
+    assert result.good["k"].to_pylist() == ["a"]
+    assert reasons(result) == ["column 'k': 'b\\xff' is not valid UTF-8"]
+    assert json.loads(result.quarantined["raw"][0].as_py())["k"] == "b\\xff"
+
+
 # ---------------------------------------------------------------- numbers past any limit
 
 def huge_numbers(fmt: str, tmp: Path) -> Path:
@@ -266,10 +279,36 @@ def test_a_value_of_the_wrong_type_quarantines_its_row(tmp_path: Path, fmt: str)
     assert reasons(result)[0].startswith("column 'n': ") and "not an int" in reasons(result)[0]
 
 
+# ---------------------------------------------------------------- exact integers
+
+def exact(fmt: str, tmp: Path) -> Path:
+    values = ["9007199254740993.0", "1e999999999", "1e-999999999", "-0.0"]
+    if fmt == "csv":
+        return write_csv(tmp / "f.csv", ["k", "ts", "n"],
+                         [[f"k{i}", T, v] for i, v in enumerate(values)])
+    if fmt == "jsonl":
+        return write_jsonl(tmp / "f.jsonl", [f'{{"k": "k{i}", "ts": "{T}", "n": {v}}}'
+                                             for i, v in enumerate(values)])
+    path = tmp / "f.parquet"
+    pq.write_table(pa.table({"k": [f"k{i}" for i in range(4)], "ts": [T] * 4, "n": values}),
+                   path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_integral_decimals_are_exact_and_huge_exponents_are_cheap(tmp_path: Path,
+                                                                  fmt: str) -> None:
+    result = read_file(exact(fmt, tmp_path), SPEC)
+    assert result.good["n"].to_pylist() == [9007199254740993, 0]  # no float rounding
+    assert data_rows(result, fmt) == [2, 3]
+    assert reasons(result)[0].endswith("does not fit a 64-bit int")
+    assert reasons(result)[1].endswith("is not an int")
+
+
 CASES: dict[str, Callable[[str, Path], Path]] = {
     "integral": integral, "nanoseconds": nanoseconds, "unknown": unknown_column,
     "absent": absent_column, "not_utf8": not_utf8, "huge": huge_numbers,
-    "not_finite": not_finite, "wrong_type": wrong_type,
+    "not_finite": not_finite, "wrong_type": wrong_type, "exact": exact,
 }
 
 
