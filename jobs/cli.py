@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from engine.catalog import CatalogError, load_catalog
+from engine.errors import RepriseError
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -105,7 +106,7 @@ def record(
     try:
         spec = ctx.catalog.recording(name)
         reports = record_files(ctx.storage, ctx.warehouse, spec, files)
-    except (KeyError, IngestError) as exc:
+    except (KeyError, IngestError, RepriseError) as exc:
         _fail(str(exc).strip("'\""))
     table = Table("file", "rows", "recorded", "quarantined", "version", title=f"record {name}")
     for r in reports:
@@ -172,7 +173,7 @@ def validate(
     ctx = Context(warehouse, catalog, backend)
     try:
         report = validate_run(ctx.replay(), ctx.catalog, run_id)
-    except ReplayError as exc:
+    except (ReplayError, RepriseError) as exc:
         _fail(str(exc))
     d = report.diff
     table = Table("check", "result", title=f"validate {run_id}")

@@ -162,8 +162,8 @@ class Replay:
         spec = plans.parse_plan(plan) if plan else query.batch
         fp = fingerprint(query, op)
         pinned_text = ".".join(str(v) for v in sources.values())
-        run_id = run_id or (f"{query.name}-v{pinned_text}-{spec.describe().replace(':', '')}-"
-                            f"{fp[:6]}")
+        plan_text = spec.describe().replace(":", "").replace(",", "-")
+        run_id = run_id or f"{query.name}-v{pinned_text}-{plan_text}-{fp[:6]}"
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
             info = RunInfo(**json.loads(run_file.read_text()))

@@ -1,0 +1,48 @@
+"""The CLI under hostile or careless input: names, versions, plans, runs (shared Spark)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import RECORDING, events_table, small_catalog, write_commits
+from typer.testing import CliRunner
+
+from jobs.cli import app
+
+
+@pytest.fixture
+def setup(spark, storage, tmp_path):
+    """A small catalog and a 3-commit recording ``ev``; ``run(*args)`` invokes the CLI on them."""
+    catalog = tmp_path / "cat"
+    small_catalog(catalog)
+    wh = tmp_path / "wh"
+    write_commits(storage, str(wh / "recordings" / "ev"), events_table(np.random.default_rng(3),
+                                                                        120), 3)
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(app, [*args, "--warehouse", str(wh), "--catalog", str(catalog)])
+
+    return run, tmp_path
+
+
+def test_record_refuses_a_recording_name_that_leads_outside_the_warehouse(setup):
+    run, tmp_path = setup
+    (tmp_path / "cat" / "recordings" / "evil.yaml").write_text(
+        RECORDING.replace("name: ev", "name: ../../escaped"))
+    source = tmp_path / "in.csv"
+    source.write_text("k,ts,v\na,2026-01-01T00:00:00Z,1\n")
+    result = run("record", "../../escaped", str(source))
+    assert result.exit_code == 1
+    assert "recording name '../../escaped' is not a valid name" in result.output
+    assert not (tmp_path / "escaped").exists() and "Traceback" not in result.output
+
+
+def test_replay_refuses_a_run_id_that_leads_outside_the_runs_directory(setup):
+    run, tmp_path = setup
+    result = run("replay", "ev_w", "--run-id", "../../x")
+    assert result.exit_code == 1, result.output
+    assert "run id '../../x' is not a valid name" in result.output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "wh" / "x").exists()
+    result = run("validate", "/etc")
+    assert result.exit_code == 1 and "run id '/etc'" in result.output
