@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import sqlglot
-import sqlglot.errors
 import yaml
+
+from .derive_sql import expression_problem
 
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -250,11 +250,9 @@ def _derived(value: Any, source: str, kind: str, rec: RecordingSpec
         if body["type"] not in COLUMN_TYPES:
             raise CatalogError(source, f"{where}.type", f"expected one of "
                                f"{', '.join(COLUMN_TYPES)}, got {body['type']!r}")
-        try:
-            sqlglot.parse_one(str(body["sql"]), read="spark")
-        except sqlglot.errors.ParseError as exc:
-            raise CatalogError(source, f"{where}.sql", f"not a Spark SQL expression: "
-                               f"{str(exc).splitlines()[0]}") from exc
+        columns = {**rec.columns, "__seq": "int", **{n: t for n, (_, t) in out.items()}}
+        if problem := expression_problem(str(body["sql"]), body["type"], columns):
+            raise CatalogError(source, f"{where}.sql", problem)
         out[str(name)] = (str(body["sql"]), body["type"])
     return out
 
