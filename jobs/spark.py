@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+LOOPBACK = "127.0.0.1"
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -72,6 +73,9 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.sql.shuffle.partitions"] = str(max(2, cores))
         resolved["spark.default.parallelism"] = str(max(2, cores))
         resolved["spark.driver.memory"] = "4g"
+        # The driver's RPC and block manager ports have no authentication: loopback only.
+        resolved["spark.driver.bindAddress"] = LOOPBACK
+        resolved["spark.driver.host"] = LOOPBACK
     if env.get("REPRISE_DELTA_JARS"):
         resolved["spark.jars"] = env["REPRISE_DELTA_JARS"]
     if env.get("REPRISE_DELTA_PACKAGES"):
