@@ -175,6 +175,8 @@ def validate(
         report = validate_run(ctx.replay(), ctx.catalog, run_id)
     except (ReplayError, RepriseError) as exc:
         _fail(str(exc))
+    if report.note:
+        err.print(f"note: {report.note}", highlight=False)
     d = report.diff
     table = Table("check", "result", title=f"validate {run_id}")
     table.add_row("output rows (replay / reference)",

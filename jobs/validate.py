@@ -14,6 +14,7 @@ from engine.registry import input_recording, operator_for, reference_for
 
 from .arrival import sequenced
 from .replay import Replay, ReplayError, RunInfo, read_run
+from .run_query import query_of_run
 
 #: Float columns compare with this tolerance (sums of floats depend on the addition order).
 REL_TOL = 1e-9
@@ -50,6 +51,8 @@ class ValidationReport:
     quarantined: int
     reconciles: bool
     tolerance: str = f"floats: relative {REL_TOL:g}, absolute {ABS_TOL:g}; integers exact"
+    #: Said when the catalog's query file changed since the run (the run's definition is used).
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -151,7 +154,7 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
         raise ReplayError(f"run {run_id!r} is incomplete ({len(manifest)} of {info.batches + 1} "
                           f"batches committed); resume it with `reprise replay {info.query} "
                           f"--run-id {run_id}` first")
-    query = catalog.query(info.query)
+    query, note = query_of_run(info, catalog)
     recording = input_recording(query, catalog.recordings)
     time_column = query.time or recording.time
     key = query.key or recording.key
@@ -182,4 +185,5 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
                             late_reference=len(reference_late),
                             late_mismatch=mismatch + quarantine_mismatch,
                             input_rows=info.total, processed=processed,
-                            quarantined=counts.quarantined_table, reconciles=reconciles)
+                            quarantined=counts.quarantined_table, reconciles=reconciles,
+                            note=note)
