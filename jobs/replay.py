@@ -173,6 +173,11 @@ class Replay:
                                   "another --run-id")
             if plan and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
+            if version is not None and [version] != list(info.sources.values()):
+                raise ReplayError(f"run {run_id!r} is pinned to version "
+                                  f"{', '.join(map(str, info.sources.values()))} of "
+                                  f"{info.recording!r}, not {version}; omit --version to "
+                                  "resume it, or choose another --run-id")
             return info
         if query.kind == "spj":
             input_path = self.warehouse.run_table(run_id, "input")
@@ -213,7 +218,11 @@ class Replay:
             if not self.storage.exists(path):
                 raise ReplayError(f"recording {name!r} has no data at {path}; run "
                                   f"`reprise generate {name} ...` or `reprise record`")
-            pinned[stream] = self.storage.version(path) if version is None else version
+            latest = self.storage.version(path)
+            if version is not None and not 0 <= version <= latest:
+                raise ReplayError(f"--version {version}: recording {name!r} has versions 0 to "
+                                  f"{latest}")
+            pinned[stream] = latest if version is None else version
         return pinned
 
     def manifest(self, run_id: str) -> pa.Table:

@@ -46,3 +46,21 @@ def test_replay_refuses_a_run_id_that_leads_outside_the_runs_directory(setup):
     assert not (tmp_path / "x").exists() and not (tmp_path / "wh" / "x").exists()
     result = run("validate", "/etc")
     assert result.exit_code == 1 and "run id '/etc'" in result.output
+
+
+def test_replay_refuses_a_version_other_than_the_runs_pinned_one(setup):
+    run, _ = setup
+    first = run("replay", "ev_w", "--run-id", "r", "--version", "1")
+    assert first.exit_code == 0, first.output
+    again = run("replay", "ev_w", "--run-id", "r", "--version", "2")
+    assert again.exit_code == 1
+    assert "run 'r' is pinned to version 1 of 'ev', not 2" in again.output
+    assert run("replay", "ev_w", "--run-id", "r", "--version", "1").exit_code == 0
+
+
+@pytest.mark.parametrize("version", ["999", "-1", "3"])
+def test_replay_of_a_version_the_recording_does_not_have_says_so_in_one_line(setup, version):
+    run, _ = setup
+    result = run("replay", "ev_w", "--version", version)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"--version {version}: recording 'ev' has versions 0 to 2" in result.output
