@@ -170,10 +170,13 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
         return BatchSpec()
     if by == "rows":
         rows = value.get("rows")
-        if not isinstance(rows, int) or rows <= 0:
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
             raise CatalogError(source, "batch.rows", f"expected a positive integer, got {rows!r}")
         return BatchSpec(by="rows", rows=rows)
     if by == "time":
+        if not isinstance(value.get("every"), str):
+            raise CatalogError(source, "batch.every", "expected a duration with a unit such as "
+                               f"'10s' or '1h', got {value.get('every')!r}")
         every = parse_duration_us(value.get("every", ""), source=source, fieldname="batch.every")
         if every <= 0:
             raise CatalogError(source, "batch.every", "must be positive")

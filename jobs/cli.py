@@ -131,6 +131,7 @@ def replay(
     warehouse: Warehouse_ = None, catalog: Catalog_ = Path("schemas"), backend: Backend_ = None,
 ) -> None:
     """Replay a query over its recording, batch by batch; resumes an interrupted run."""
+    from .plans import batch_count_warning
     from .replay import ReplayError
 
     ctx = Context(warehouse, catalog, backend)
@@ -140,6 +141,8 @@ def replay(
     except (KeyError, ValueError, ReplayError, CatalogError) as exc:
         _fail(str(exc).strip("'\""))
     done = runner.manifest(info.run_id).num_rows
+    if warning := batch_count_warning(info.batches, info.plan):
+        err.print(f"warning: {warning}", highlight=False)
     console.print(f"run [bold]{info.run_id}[/]: {info.recording} v{info.input_version}, "
                   f"{info.total} events, plan {info.plan} -> {info.batches} batches"
                   + (f" (resuming after {done} committed)" if done else ""))

@@ -159,7 +159,7 @@ class Replay:
         recording = input_recording(query, self.catalog.recordings)
         op = operator_for(query, self.catalog.recordings)
         sources = self._pin_sources(query, version)
-        spec = plans.parse_plan(plan) if plan else query.batch
+        spec = plans.parse_plan(plan) if plan is not None else query.batch
         fp = fingerprint(query, op)
         pinned_text = ".".join(str(v) for v in sources.values())
         plan_text = spec.describe().replace(":", "").replace(",", "-")
@@ -171,7 +171,7 @@ class Replay:
                 raise ReplayError(f"run {run_id!r} was made by a different query definition "
                                   f"({info.query}, fingerprint {info.fingerprint}); choose "
                                   "another --run-id")
-            if plan and info.plan != spec.describe():
+            if plan is not None and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
             if version is not None and [version] != list(info.sources.values()):
                 raise ReplayError(f"run {run_id!r} is pinned to version "

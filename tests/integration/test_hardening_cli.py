@@ -64,3 +64,18 @@ def test_replay_of_a_version_the_recording_does_not_have_says_so_in_one_line(set
     result = run("replay", "ev_w", "--version", version)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"--version {version}: recording 'ev' has versions 0 to 2" in result.output
+
+
+def test_an_empty_plan_is_rejected_not_taken_for_the_default(setup):
+    run, _ = setup
+    result = run("replay", "ev_w", "--plan", "")
+    assert result.exit_code == 1 and "invalid batch plan ''" in result.output
+
+
+def test_a_plan_with_more_batches_than_the_sane_count_warns_in_one_line(setup, monkeypatch):
+    monkeypatch.setattr("jobs.plans.MANY_BATCHES", 2)
+    run, _ = setup
+    result = run("replay", "ev_w", "--plan", "rows:40", "--run-id", "fine")
+    assert result.exit_code == 0, result.output
+    warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "3 batches" in warning[0]
