@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.catalog import CatalogError, load_catalog
 from engine.errors import RepriseError
+
+from .progress import bar
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -79,7 +79,7 @@ def generate(
     if kind not in GENERATORS:
         _fail(f"unknown generator {kind!r}; expected one of {', '.join(sorted(GENERATORS))}")
     ctx = Context(warehouse, catalog, backend)
-    with _progress() as progress:
+    with bar(console) as progress:
         task = progress.add_task(f"generate {kind}", total=commits)
         try:
             versions = generate_recording(
@@ -132,7 +132,9 @@ def replay(
 ) -> None:
     """Replay a query over its recording, batch by batch; resumes an interrupted run."""
     from .plans import batch_count_warning
+    from .progress import ReplayProgress
     from .replay import ReplayError
+    from .runs import resume_note
 
     ctx = Context(warehouse, catalog, backend)
     runner = ctx.replay()
@@ -145,10 +147,13 @@ def replay(
         err.print(f"warning: {warning}", highlight=False)
     console.print(f"run [bold]{info.run_id}[/]: {info.recording} v{info.input_version}, "
                   f"{info.total} events, plan {info.plan} -> {info.batches} batches"
-                  + (f" (resuming after {done} committed)" if done else ""))
-    with _progress() as progress:
-        task = progress.add_task("replay", total=info.batches + 1, completed=done)
-        manifest = runner.run(info, on_batch=lambda r: progress.update(task, advance=1))
+                  + resume_note(done, info.batches + 1))
+    try:
+        with ReplayProgress(console, info.batches + 1, done) as progress:
+            runner.on_commit = progress.committed
+            manifest = runner.run(info, on_batch=progress.done)
+    except RepriseError as exc:
+        _fail(str(exc))
     print_manifest_summary(info.run_id, manifest.to_pandas())
 
 
@@ -290,17 +295,17 @@ def _catalog_spj(catalog: Path, name: str) -> tuple[str, dict, dict | None]:
 
 @app.command()
 def runs(warehouse: Warehouse_ = None) -> None:
-    """List the runs in the warehouse."""
+    """List the runs in the warehouse: query, pinned versions, status, batches, rows, when."""
+    from .runs import summarize
     from .warehouse import Warehouse
 
-    for run_id in Warehouse.from_env(warehouse).runs():
-        console.print(run_id)
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False,
-                    disable=not sys.stdout.isatty() and os.environ.get("REPRISE_PROGRESS") != "1")
+    wh = Warehouse.from_env(warehouse)
+    table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
+                  title=f"runs in {wh.root}")
+    for s in (summarize(wh, run_id) for run_id in wh.runs()):
+        table.add_row(s.run_id, s.query, s.versions, s.status,
+                      f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created)
+    console.print(table)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ from .keyed import (
     execute_step,
 )
 from .merged import merge_inputs
+from .orphans import remove_unreferenced
+from .run_lock import run_lock
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
 
@@ -151,6 +153,8 @@ class Replay:
     #: the range); ``spark``: Spark reads and shuffles the events to the buckets. Queries with
     #: derived columns always use ``spark``.
     exchange: str = field(default_factory=lambda: os.environ.get("REPRISE_EXCHANGE", "direct"))
+    #: Called with a batch id as soon as that batch's output is committed (progress display).
+    on_commit: Callable[[int], None] | None = None
 
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
@@ -234,7 +238,15 @@ class Replay:
 
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None
             ) -> pa.Table:
-        """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest."""
+        """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
+        Holds the run's lock (another process replaying it makes this raise ``RunBusy``) and
+        first deletes the files a killed attempt staged but never committed."""
+        with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
+            for path in self._tables(info).values():
+                remove_unreferenced(Path(path))
+            return self._run(info, on_batch)
+
+    def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
         query = self.catalog.query(info.query)
         recording = input_recording(query, self.catalog.recordings)
         op = operator_for(query, self.catalog.recordings)
@@ -361,10 +373,14 @@ class Replay:
                         batches: list[int], steps: dict[int, StepFiles]) -> dict[int, int | None]:
         """Commit ``batches`` of an append-only table in order: the version holding each (None
         for a batch with nothing to add to the late or quarantine table)."""
-        return {batch: self._commit(path, steps[batch].staged[kind], schema,
-                                    Txn(f"{info.run_id}/{kind}", batch), _meta(info, batch),
-                                    need_version=kind == "output")[0]
-                for batch in batches}
+        versions = {}
+        for batch in batches:
+            versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
+                                           Txn(f"{info.run_id}/{kind}", batch),
+                                           _meta(info, batch), need_version=kind == "output")[0]
+            if kind == "output" and self.on_commit:
+                self.on_commit(batch)
+        return versions
 
     def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
                        steps: dict[int, StepFiles], live: list[LiveFile]

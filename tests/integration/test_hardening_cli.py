@@ -7,7 +7,11 @@ import pytest
 from helpers import RECORDING, events_table, small_catalog, write_commits
 from typer.testing import CliRunner
 
+from engine.catalog import load_catalog
 from jobs.cli import app
+from jobs.replay import Replay
+from jobs.run_lock import run_lock
+from jobs.warehouse import Warehouse
 
 
 @pytest.fixture
@@ -79,3 +83,40 @@ def test_a_plan_with_more_batches_than_the_sane_count_warns_in_one_line(setup, m
     assert result.exit_code == 0, result.output
     warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
     assert len(warning) == 1 and "3 batches" in warning[0]
+
+
+def test_runs_shows_query_versions_status_batches_rows_and_when(setup, spark, storage):
+    run, tmp_path = setup
+    assert run("replay", "ev_w", "--run-id", "done", "--plan", "rows:50").exit_code == 0
+    again = run("replay", "ev_w", "--run-id", "done")
+    assert again.exit_code == 0 and "already complete: nothing to do" in again.output
+    assert "resuming" not in again.output
+    wh = Warehouse(tmp_path / "wh")
+    Replay(spark, storage, wh, load_catalog(tmp_path / "cat")).prepare(
+        "ev_q", run_id="stopped", plan="rows:40")  # an interrupted run: prepared, never run
+
+    def listing() -> dict[str, str]:
+        result = CliRunner().invoke(app, ["runs", "--warehouse", str(wh.root)])
+        assert result.exit_code == 0, result.output
+        return {line.split()[1]: line for line in result.output.splitlines()
+                if line.split()[1:2] in (["done"], ["stopped"])}
+
+    rows = listing()
+    assert "ev_w" in rows["done"] and "ev@2" in rows["done"] and " complete " in rows["done"]
+    assert "4/4" in rows["done"] and "UTC" in rows["done"]
+    assert "ev_q" in rows["stopped"] and "incomplete" in rows["stopped"]
+    assert "0/4" in rows["stopped"]
+    with run_lock(wh.run_dir("stopped"), "stopped"):
+        assert "in progress" in listing()["stopped"]
+
+
+def test_a_losing_concurrent_writer_says_what_happened_in_one_line(setup):
+    run, tmp_path = setup
+    wh = Warehouse(tmp_path / "wh")
+    with run_lock(wh.run_dir("shared"), "shared"):
+        result = run("replay", "ev_w", "--run-id", "shared")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    message = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(message) == 1
+    assert "run 'shared' is being replayed by another process" in message[0]
+    assert run("replay", "ev_w", "--run-id", "shared").exit_code == 0  # the lock is gone
