@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +26,15 @@ Warehouse_ = Annotated[Path | None, typer.Option(
 Catalog_ = Annotated[Path, typer.Option("--catalog", help="Catalog directory")]
 Backend_ = Annotated[str | None, typer.Option(
     "--backend", help="Delta backend: auto | delta-rs | delta-spark [env REPRISE_DELTA_BACKEND]")]
+
+
+@app.callback()
+def main(verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Show the JVM's own log (Spark warnings and notices) on stderr "
+        "[env REPRISE_VERBOSE=1]")] = False) -> None:
+    """Options for every command."""
+    if verbose:
+        os.environ["REPRISE_VERBOSE"] = "1"
 
 
 def _fail(message: str) -> None:

@@ -7,6 +7,7 @@ overridden from the environment:
 ``REPRISE_SPARK_CONF``     extra conf, ``key=value`` pairs separated by ``;``
 ``REPRISE_DELTA_JARS``     comma-separated local paths of the Delta Spark jars (native Delta)
 ``REPRISE_DELTA_PACKAGES`` Maven coordinates of Delta (for machines that reach Maven)
+``REPRISE_VERBOSE``        ``1``: show the JVM's own log (Spark warnings and notices) on stderr
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from .jvm_stderr import jvm_stderr_quiet
+
 LOOPBACK = "127.0.0.1"
+#: Errors only (see :func:`session_conf`; ``REPRISE_VERBOSE=1`` keeps Spark's own profile).
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2.properties")
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -82,10 +88,19 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.jars.packages"] = env["REPRISE_DELTA_PACKAGES"]
     resolved.update(parse_conf(env.get("REPRISE_SPARK_CONF", "")))
     resolved.update(conf or {})
+    if not verbose(env):
+        options = resolved.get("spark.driver.extraJavaOptions", "")
+        resolved["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2} {options}".strip())
     if delta_jars_configured(resolved):
         for key, value in DELTA_CONF.items():
             resolved.setdefault(key, value)
     return master, resolved
+
+
+def verbose(env: Mapping[str, str] | None = None) -> bool:
+    """True when the JVM's own log should be shown (``--verbose`` or ``REPRISE_VERBOSE=1``)."""
+    return (os.environ if env is None else env).get("REPRISE_VERBOSE", "") not in ("", "0")
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
@@ -95,7 +110,10 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) 
     builder = SparkSession.builder.master(master).appName("reprise")
     for key, value in resolved.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if verbose():
+        return builder.getOrCreate()
+    with jvm_stderr_quiet():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
