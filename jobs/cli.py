@@ -190,7 +190,9 @@ def validate(
 
     ctx = Context(warehouse, catalog, backend)
     try:
-        report = validate_run(ctx.replay(), ctx.catalog, run_id)
+        report = validate_run(ctx.replay(), ctx.catalog, run_id,
+                              on_stage=lambda stage: err.print(f"validate: {stage}...",
+                                                               highlight=False))
     except (ReplayError, RepriseError) as exc:
         _fail(str(exc))
     if report.note:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -146,8 +147,10 @@ def reconcile_run(replay: Replay, run_id: str) -> Reconciliation:
                      count)
 
 
-def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationReport:
-    """Recompute the run's query with the reference and diff it against the output table."""
+def validate_run(replay: Replay, catalog: Catalog, run_id: str,
+                 on_stage: Callable[[str], None] = lambda stage: None) -> ValidationReport:
+    """Recompute the run's query with the reference and diff it against the output table;
+    ``on_stage`` hears what it is doing (progress)."""
     info = read_run(replay.warehouse, run_id)
     manifest = replay.manifest(run_id).to_pandas()
     if len(manifest) != info.batches + 1:
@@ -158,6 +161,8 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     recording = input_recording(query, catalog.recordings)
     time_column = query.time or recording.time
     key = query.key or recording.key
+    on_stage(f"reading the {info.total:,} input events of {info.recording} "
+             f"v{info.input_version}")
     events_all = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
                            info.total, time_column, query.derived).toPandas()
     events_all = events_all.sort_values(SEQ, kind="stable")
@@ -166,9 +171,11 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     events_pdf[TIME] = events_pdf[TIME].astype("int64")
     op = operator_for(query, catalog.recordings)
     reference = reference_for(query, catalog.recordings, op, info.cuts)
+    on_stage(f"computing the reference of {query.name}")
     reference_out, reference_late, reference_rejected = reference(events_pdf)
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
+    on_stage("comparing with the run's output, late and quarantine tables")
     output = _micros(replay.storage.read_arrow(tables["output"]))
     diff = diff_frames(op.final_view(output), reference_out, op.output_keys)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()

@@ -120,3 +120,12 @@ def test_a_losing_concurrent_writer_says_what_happened_in_one_line(setup):
     assert len(message) == 1
     assert "run 'shared' is being replayed by another process" in message[0]
     assert run("replay", "ev_w", "--run-id", "shared").exit_code == 0  # the lock is gone
+
+
+def test_validate_prints_its_stages(setup):
+    run, _ = setup
+    assert run("replay", "ev_w", "--run-id", "v").exit_code == 0
+    result = run("validate", "v")
+    assert result.exit_code == 0, result.output
+    stages = [line for line in result.output.splitlines() if line.startswith("validate: ")]
+    assert len(stages) == 3 and "120 input events of ev v2" in stages[0]
