@@ -65,6 +65,8 @@ def _node_problem(node: exp.Expression, columns: Mapping[str, str]) -> str | Non
         if not isinstance(node.parent, exp.Window) or node.parent.this is not node:
             return f"{node.key}() is allowed only with OVER (...)"
         return None
+    if isinstance(node, exp.Window) and node.args.get("alias"):
+        return f"named window {node.args['alias'].sql('spark')} is not allowed: write OVER (...)"
     if isinstance(node, exp.Column):
         if node.table:
             return f"column {node.sql('spark')} must not be qualified"
@@ -94,14 +96,16 @@ def expression_problem(sql: str, declared: str, columns: Mapping[str, str]) -> s
     ``columns``: name -> catalog type) is not accepted, or None when it is."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
+        if tree is None:
+            return "empty expression"
+        for node in tree.walk():
+            problem = _node_problem(node, columns)
+            if problem:
+                return problem
+        if declared in ("int", "double", "bool") and _string_typed(tree, columns):
+            return f"declared {declared} but the expression is a string (declare string or cast)"
     except sqlglot.errors.SqlglotError as exc:
-        return f"not a Spark SQL expression: {str(exc).splitlines()[0]}"
-    if tree is None:
-        return "empty expression"
-    for node in tree.walk():
-        problem = _node_problem(node, columns)
-        if problem:
-            return problem
-    if declared in ("int", "double", "bool") and _string_typed(tree, columns):
-        return f"declared {declared} but the expression is a string (declare string or cast)"
+        return f"not a Spark SQL expression: {(str(exc).splitlines() or [''])[0]}"
+    except RecursionError:
+        return "nested too deeply"
     return None

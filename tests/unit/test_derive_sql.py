@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.catalog import CatalogError, load_catalog, parse_query, parse_recording
+from engine.derive_sql import expression_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
@@ -81,3 +84,25 @@ def test_a_derived_column_may_use_the_ones_defined_before_it_not_after():
     doc["derive"] = {"b": {"sql": "a + 1", "type": "int"}, "a": {"sql": "v * 2", "type": "int"}}
     with pytest.raises(CatalogError, match="unknown column 'a'"):
         parse_query(doc, {"ev": EV}, "q.yaml")
+
+
+TOKENS = ["v", "x", "k", "ts", "__seq", "nope", "1", "2.5", "'s'", "(", ")", ",", "+", "-", "*",
+          "/", "%", "||", "=", "<", ">=", "and", "or", "not", "is", "null", "case", "when",
+          "then", "else", "end", "cast", "as", "int", "string", "over", "partition", "by",
+          "order", "rows", "between", "preceding", "current", "row", "lag", "sum", "abs",
+          "concat", "java_method", "reflect", "select", "from", "in", "`", "'", "/*", ";", "->",
+          "[", "]", ".", "*", "interval", "day", "like", "coalesce", "round", "rand"]
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=25), st.sampled_from(["int", "string"]))
+def test_random_token_soup_gives_an_answer_never_an_exception(tokens, declared):
+    problem = expression_problem(" ".join(tokens), declared,
+                                 {"k": "string", "ts": "timestamp", "v": "int", "x": "double",
+                                  "__seq": "int"})
+    assert problem is None or (isinstance(problem, str) and problem)
+
+
+@pytest.mark.parametrize("sql", ["(" * 3000 + "v" + ")" * 3000, "concat(" * 600 + "k" + ")" * 600])
+def test_deep_nesting_is_an_answer_not_a_crash(sql):
+    assert expression_problem(sql, "string", {"k": "string", "v": "int"}) == "nested too deeply"
