@@ -177,11 +177,12 @@ class Replay:
                                   "another --run-id")
             if plan is not None and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
-            if version is not None and [version] != list(info.sources.values()):
+            pinned = list(info.sources.values()) or [info.input_version]
+            if version is not None and [version] != pinned:
                 raise ReplayError(f"run {run_id!r} is pinned to version "
-                                  f"{', '.join(map(str, info.sources.values()))} of "
-                                  f"{info.recording!r}, not {version}; omit --version to "
-                                  "resume it, or choose another --run-id")
+                                  f"{', '.join(map(str, pinned))} of {info.recording!r}, not "
+                                  f"{version}; omit --version to resume it, or choose another "
+                                  "--run-id")
             return info
         if query.kind == "spj":
             input_path = self.warehouse.run_table(run_id, "input")
