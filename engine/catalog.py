@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import sqlglot
-import sqlglot.errors
 import yaml
 
+from .derive_sql import expression_problem
 from .errors import RepriseError
 
 COLUMN_TYPES: dict[str, pa.DataType] = {
@@ -197,10 +196,13 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
         return BatchSpec()
     if by == "rows":
         rows = value.get("rows")
-        if not isinstance(rows, int) or rows <= 0:
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
             raise CatalogError(source, "batch.rows", f"expected a positive integer, got {rows!r}")
         return BatchSpec(by="rows", rows=rows)
     if by == "time":
+        if not isinstance(value.get("every"), str):
+            raise CatalogError(source, "batch.every", "expected a duration with a unit such as "
+                               f"'10s' or '1h', got {value.get('every')!r}")
         every = parse_duration_us(value.get("every", ""), source=source, fieldname="batch.every")
         if every <= 0:
             raise CatalogError(source, "batch.every", "must be positive")
@@ -288,11 +290,9 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
         if not isinstance(body["type"], str) or body["type"] not in COLUMN_TYPES:
             raise CatalogError(source, f"{where}.type", f"expected one of "
                                f"{', '.join(COLUMN_TYPES)}, got {body['type']!r}")
-        try:
-            sqlglot.parse_one(str(body["sql"]), read="spark")
-        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
-            raise CatalogError(source, f"{where}.sql", f"not a Spark SQL expression: "
-                               f"{str(exc).splitlines()[0]}") from exc
+        columns = {**rec.columns, "__seq": "int", **{n: t for n, (_, t) in out.items()}}
+        if problem := expression_problem(str(body["sql"]), body["type"], columns):
+            raise CatalogError(source, f"{where}.sql", problem)
         out[str(name)] = (str(body["sql"]), body["type"])
     return out
 

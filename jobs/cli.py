@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import nullcontext
@@ -11,13 +12,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from typer.core import TyperGroup
 
 from engine.catalog import Catalog, load_catalog
 from engine.errors import RepriseError
 
+from .progress import bar
 from .settings import Settings, load_settings
 
 
@@ -43,6 +44,15 @@ Catalog_ = Annotated[Path | None, typer.Option(
     "--catalog", help="Catalog directory [env REPRISE_CATALOG, default the project's schemas/]")]
 Backend_ = Annotated[str | None, typer.Option(
     "--backend", help="Delta backend: auto | delta-rs | delta-spark [env REPRISE_DELTA_BACKEND]")]
+
+
+@app.callback()
+def main(verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Show the JVM's own log (Spark warnings and notices) on stderr "
+        "[env REPRISE_VERBOSE=1]")] = False) -> None:
+    """Options for every command."""
+    if verbose:
+        os.environ["REPRISE_VERBOSE"] = "1"
 
 
 def _fail(message: str) -> None:
@@ -105,7 +115,7 @@ def generate(
     if kind not in GENERATORS:
         _fail(f"unknown generator {kind!r}; expected one of {', '.join(sorted(GENERATORS))}")
     ctx = Context(warehouse, catalog, backend)
-    with _progress(ctx.settings) as progress:
+    with bar(console, ctx.settings) as progress:
         task = progress.add_task(f"generate {kind}", total=commits)
         versions = generate_recording(
             ctx.storage, ctx.warehouse, ctx.catalog, kind, keys=keys, events=events,
@@ -130,7 +140,7 @@ def record(
 
     ctx = Context(warehouse, catalog, backend)
     spec = ctx.catalog.recording(name)
-    progress = _progress(ctx.settings)
+    progress = bar(console, ctx.settings)
     task = progress.add_task(f"record {name}", total=len(files))
 
     def read(r: FileReport) -> None:
@@ -174,16 +184,22 @@ def replay(
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Replay a query over its recording, batch by batch; resumes an interrupted run."""
+    from .plans import batch_count_warning
+    from .progress import ReplayProgress
+    from .runs import resume_note
+
     ctx = Context(warehouse, catalog, backend)
     runner = ctx.replay()
     info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
     done = runner.manifest(info.run_id).num_rows
+    if warning := batch_count_warning(info.batches, info.plan):
+        err.print(f"warning: {warning}", highlight=False)
     console.print(f"run [bold]{info.run_id}[/]: {info.recording} v{info.input_version}, "
                   f"{info.total} events, plan {info.plan} -> {info.batches} batches"
-                  + (f" (resuming after {done} committed)" if done else ""))
-    with _progress(ctx.settings) as progress:
-        task = progress.add_task("replay", total=info.batches + 1, completed=done)
-        manifest = runner.run(info, on_batch=lambda r: progress.update(task, advance=1))
+                  + resume_note(done, info.batches + 1))
+    with ReplayProgress(console, ctx.settings, info.batches + 1, done) as progress:
+        runner.on_commit = progress.committed
+        manifest = runner.run(info, on_batch=progress.done)
     print_manifest_summary(info.run_id, manifest.to_pandas())
 
 
@@ -208,7 +224,11 @@ def validate(
     from .validate import validate_run
 
     ctx = Context(warehouse, catalog, backend)
-    report = validate_run(ctx.replay(), ctx.catalog, run_id)
+    report = validate_run(ctx.replay(), ctx.catalog, run_id,
+                          on_stage=lambda stage: err.print(f"validate: {stage}...",
+                                                           highlight=False))
+    if report.note:
+        err.print(f"note: {report.note}", highlight=False)
     d = report.diff
     table = Table("check", "result", title=f"validate {run_id}")
     table.add_row("output rows (replay / reference)",
@@ -301,17 +321,17 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
 
 @app.command()
 def runs(warehouse: Warehouse_ = None) -> None:
-    """List the runs in the warehouse."""
+    """List the runs in the warehouse: query, pinned versions, status, batches, rows, when."""
+    from .runs import summarize
     from .warehouse import Warehouse
 
-    for run_id in Warehouse.at(warehouse or load_settings().warehouse).runs():
-        console.print(run_id)
-
-
-def _progress(settings: Settings) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False,
-                    disable=not sys.stdout.isatty() and not settings.progress)
+    wh = Warehouse.at(warehouse or load_settings().warehouse)
+    table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
+                  title=f"runs in {wh.root}")
+    for s in (summarize(wh, run_id) for run_id in wh.runs()):
+        table.add_row(s.run_id, s.query, s.versions, s.status,
+                      f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created)
+    console.print(table)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,19 @@ class PlanError(RepriseError):
     """A batch plan that cannot be used; the message says what is expected."""
 
 
+#: Above this many batches a plan is accepted with a warning (each batch commits five tables).
+MANY_BATCHES = 10_000
+
+
+def batch_count_warning(batches: int, plan: str) -> str | None:
+    """A one-line warning when a plan cuts the input into more than :data:`MANY_BATCHES`."""
+    if batches <= MANY_BATCHES:
+        return None
+    return (f"plan {plan} cuts the input into {batches:,} batches (more than "
+            f"{MANY_BATCHES:,}): every batch is a Delta commit of each run table; a coarser "
+            "plan is much faster")
+
+
 @dataclass(frozen=True)
 class InputFile:
     """A data file of the pinned snapshot and the arrival sequence of its first row."""

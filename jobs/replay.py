@@ -42,7 +42,9 @@ from .keyed import (
     execute_step,
 )
 from .merged import merge_inputs
+from .orphans import remove_unreferenced
 from .run_context import RunContext
+from .run_lock import run_lock
 from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
@@ -156,6 +158,8 @@ class Replay:
     #: Called with the run id and a group's batches after the group's table commits and before
     #: its manifest commit (the crash tests kill the process there).
     before_manifest: Callable[[str, list[int]], None] | None = None
+    #: Called with a batch id as soon as that batch's output is committed (progress display).
+    on_commit: Callable[[int], None] | None = None
 
     def __post_init__(self) -> None:
         self.batches_per_job = self.batches_per_job or self.settings.batches_per_job
@@ -167,11 +171,11 @@ class Replay:
         ctx = self.context(query_name)
         query, recording, op = ctx.query, ctx.recording, ctx.operator
         sources = self._pin_sources(query, version)
-        spec = plans.parse_plan(plan) if plan else query.batch
+        spec = plans.parse_plan(plan) if plan is not None else query.batch
         fp = fingerprint(query, op)
         pinned_text = ".".join(str(v) for v in sources.values())
-        run_id = run_id or (f"{query.name}-v{pinned_text}-{spec.describe().replace(':', '')}-"
-                            f"{fp[:6]}")
+        plan_text = spec.describe().replace(":", "").replace(",", "-")
+        run_id = run_id or f"{query.name}-v{pinned_text}-{plan_text}-{fp[:6]}"
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
             info = RunInfo(**json.loads(run_file.read_text()))
@@ -179,8 +183,14 @@ class Replay:
                 raise ReplayError(f"run {run_id!r} was made by a different query definition "
                                   f"({info.query}, fingerprint {info.fingerprint}); choose "
                                   "another --run-id")
-            if plan and info.plan != spec.describe():
+            if plan is not None and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
+            pinned = list(info.sources.values()) or [info.input_version]
+            if version is not None and [version] != pinned:
+                raise ReplayError(f"run {run_id!r} is pinned to version "
+                                  f"{', '.join(map(str, pinned))} of {info.recording!r}, not "
+                                  f"{version}; omit --version to resume it, or choose another "
+                                  "--run-id")
             return info
         if ctx.merged:
             input_path = self.warehouse.run_table(run_id, "input")
@@ -224,7 +234,11 @@ class Replay:
             if not self.storage.exists(path):
                 raise ReplayError(f"recording {name!r} has no data at {path}; run "
                                   f"`reprise generate {name} ...` or `reprise record`")
-            pinned[stream] = self.storage.version(path) if version is None else version
+            latest = self.storage.version(path)
+            if version is not None and not 0 <= version <= latest:
+                raise ReplayError(f"--version {version}: recording {name!r} has versions 0 to "
+                                  f"{latest}")
+            pinned[stream] = latest if version is None else version
         return pinned
 
     def manifest(self, run_id: str) -> pa.Table:
@@ -236,7 +250,15 @@ class Replay:
 
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None
             ) -> pa.Table:
-        """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest."""
+        """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
+        Holds the run's lock (another process replaying it makes this raise ``RunBusy``) and
+        first deletes the files a killed attempt staged but never committed."""
+        with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
+            for path in self._tables(info).values():
+                remove_unreferenced(Path(path))
+            return self._run(info, on_batch)
+
+    def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
         ctx = self.context(info.query)
         done = self.manifest(info.run_id)
         batch = done.num_rows
@@ -360,10 +382,14 @@ class Replay:
                         batches: list[int], steps: dict[int, StepFiles]) -> dict[int, int | None]:
         """Commit ``batches`` of an append-only table in order: the version holding each (None
         for a batch with nothing to add to the late or quarantine table)."""
-        return {batch: self._commit(path, steps[batch].staged[kind], schema,
-                                    Txn(f"{info.run_id}/{kind}", batch), _meta(info, batch),
-                                    need_version=kind == "output")[0]
-                for batch in batches}
+        versions = {}
+        for batch in batches:
+            versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
+                                           Txn(f"{info.run_id}/{kind}", batch),
+                                           _meta(info, batch), need_version=kind == "output")[0]
+            if kind == "output" and self.on_commit:
+                self.on_commit(batch)
+        return versions
 
     def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
                        steps: dict[int, StepFiles], live: list[LiveFile]

@@ -50,6 +50,8 @@ class Settings:
     kernel_dir: Path | None = None
     #: ``REPRISE_PROGRESS=1``: draw progress bars even when stdout is not a terminal.
     progress: bool = False
+    #: ``REPRISE_VERBOSE=1`` (or ``--verbose``): show the JVM's own log on stderr.
+    verbose: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -73,6 +75,7 @@ class Settings:
             exchange=get("REPRISE_EXCHANGE", "direct"),
             kernel_dir=_kernel_dir(env),
             progress=env.get("REPRISE_PROGRESS") == "1",
+            verbose=env.get("REPRISE_VERBOSE", "") not in ("", "0"),
         )
 
 

@@ -2,7 +2,7 @@
 
 Defaults suit a laptop or CI box (``local[*]``, UTC, few shuffle partitions). Everything can be
 overridden through :class:`~jobs.settings.Settings` (``REPRISE_SPARK_MASTER``,
-``REPRISE_SPARK_CONF``, ``REPRISE_DELTA_JARS``, ``REPRISE_DELTA_PACKAGES``).
+``REPRISE_SPARK_CONF``, ``REPRISE_DELTA_JARS``, ``REPRISE_DELTA_PACKAGES``, ``REPRISE_VERBOSE``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from .jvm_stderr import jvm_stderr_quiet
 from .settings import Settings, SettingsError, load_settings
 
+LOOPBACK = "127.0.0.1"
+#: Errors only (see :func:`session_conf`; ``REPRISE_VERBOSE=1`` keeps Spark's own profile).
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2.properties")
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -70,12 +75,19 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.sql.shuffle.partitions"] = str(max(2, cores))
         resolved["spark.default.parallelism"] = str(max(2, cores))
         resolved["spark.driver.memory"] = "4g"
+        # The driver's RPC and block manager ports have no authentication: loopback only.
+        resolved["spark.driver.bindAddress"] = LOOPBACK
+        resolved["spark.driver.host"] = LOOPBACK
     if settings.delta_jars:
         resolved["spark.jars"] = settings.delta_jars
     if settings.delta_packages:
         resolved["spark.jars.packages"] = settings.delta_packages
     resolved.update(parse_conf(settings.spark_conf))
     resolved.update(conf or {})
+    if not settings.verbose:
+        options = resolved.get("spark.driver.extraJavaOptions", "")
+        resolved["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2} {options}".strip())
     if delta_jars_configured(resolved):
         for key, value in DELTA_CONF.items():
             resolved.setdefault(key, value)
@@ -86,11 +98,15 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
               settings: Settings | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it from :func:`session_conf` if needed."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings = load_settings() if settings is None else settings
     master, resolved = session_conf(master, conf, settings)
     builder = SparkSession.builder.master(master).appName("reprise")
     for key, value in resolved.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if settings.verbose:
+        return builder.getOrCreate()
+    with jvm_stderr_quiet():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

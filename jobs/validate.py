@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,7 @@ from engine.operator import SEQ, TIME, exact_pandas
 from .arrival import sequenced
 from .replay import Replay, ReplayError, RunInfo, read_run
 from .run_context import RunContext
+from .run_query import query_of_run
 
 #: Float columns compare with this tolerance (sums of floats depend on the addition order).
 REL_TOL = 1e-9
@@ -52,6 +54,8 @@ class ValidationReport:
     quarantined: int
     reconciles: bool
     tolerance: str = f"floats: relative {REL_TOL:g}, absolute {ABS_TOL:g}; integers exact"
+    #: Said when the catalog's query file changed since the run (the run's definition is used).
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -167,15 +171,20 @@ def reconcile_run(replay: Replay, run_id: str) -> Reconciliation:
                      count)
 
 
-def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationReport:
-    """Recompute the run's query with the reference and diff it against the output table."""
+def validate_run(replay: Replay, catalog: Catalog, run_id: str,
+                 on_stage: Callable[[str], None] = lambda stage: None) -> ValidationReport:
+    """Recompute the run's query with the reference and diff it against the output table;
+    ``on_stage`` hears what it is doing (progress)."""
     info = read_run(replay.warehouse, run_id)
     manifest = replay.manifest(run_id).to_pandas()
     if len(manifest) != info.batches + 1:
         raise ReplayError(f"run {run_id!r} is incomplete ({len(manifest)} of {info.batches + 1} "
                           f"batches committed); resume it with `reprise replay {info.query} "
                           f"--run-id {run_id}` first")
-    ctx = RunContext.of(catalog.query(info.query), catalog.recordings)
+    query, note = query_of_run(info, catalog)
+    ctx = RunContext.of(query, catalog.recordings)
+    on_stage(f"reading the {info.total:,} input events of {info.recording} "
+             f"v{info.input_version}")
     frame = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
                       info.total, ctx.time_column, ctx.query.derived)
     events_all = _exact_ints(frame, frame.toPandas(), ctx.recording)
@@ -184,9 +193,11 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
     events_pdf = events_all.drop(unplaceable.index)
     events_pdf[TIME] = events_pdf[TIME].astype("int64")
     op = ctx.operator
+    on_stage(f"computing the reference of {query.name}")
     reference_out, reference_late, reference_rejected = ctx.reference(info.cuts)(events_pdf)
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
+    on_stage("comparing with the run's output, late and quarantine tables")
     output = _micros(replay.storage.read_arrow(tables["output"]))
     diff = diff_frames(op.final_view(output), reference_out, op.output_keys, op.output_schema)
     late = replay.storage.read_arrow(tables["late"]).column("arrival_seq").to_pylist()
@@ -203,4 +214,5 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str) -> ValidationRep
                             late_reference=len(reference_late),
                             late_mismatch=mismatch + quarantine_mismatch,
                             input_rows=info.total, processed=processed,
-                            quarantined=counts.quarantined_table, reconciles=reconciles)
+                            quarantined=counts.quarantined_table, reconciles=reconciles,
+                            note=note)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .names import inside
+
 
 @dataclass(frozen=True)
 class Warehouse:
@@ -18,14 +20,14 @@ class Warehouse:
         return cls(Path(root).resolve())
 
     def recording(self, name: str) -> str:
-        return str(self.root / "recordings" / name)
+        return str(inside(self.root, "recording name", name, "recordings"))
 
     def quarantine(self, name: str) -> str:
         """Rows of ``reprise record`` that did not fit the recording's schema."""
-        return str(self.root / "quarantine" / name)
+        return str(inside(self.root, "recording name", name, "quarantine"))
 
     def run_dir(self, run_id: str) -> Path:
-        return self.root / "runs" / run_id
+        return inside(self.root, "run id", run_id, "runs")
 
     def run_table(self, run_id: str, table: str) -> str:
         """``output``, ``late``, ``quarantine``, ``state`` or ``manifest`` of a run."""

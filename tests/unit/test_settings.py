@@ -28,11 +28,12 @@ def test_defaults():
 
 def test_every_variable_is_read():
     env = {variable(f.name): str(i + 1) for i, f in enumerate(dataclasses.fields(Settings))}
-    env["REPRISE_PROGRESS"] = "1"
+    flags = ("progress", "verbose")
+    env.update({variable(f): "1" for f in flags})
     s = Settings.from_env(env)
     for f in dataclasses.fields(Settings):
         value = getattr(s, f.name)
-        assert value is True if f.name == "progress" else str(value) == env[variable(f.name)]
+        assert value is True if f.name in flags else str(value) == env[variable(f.name)]
 
 
 def test_kernel_dir_falls_back_to_the_user_cache():

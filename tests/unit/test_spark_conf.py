@@ -26,6 +26,7 @@ def test_defaults():
     assert int(conf["spark.sql.shuffle.partitions"]) >= 2
     assert conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"]
     assert conf["spark.driver.memory"] == "4g"
+    assert conf["spark.driver.bindAddress"] == conf["spark.driver.host"] == "127.0.0.1"
     assert conf["spark.python.daemon.module"] == "jobs.worker_daemon"
     for key in (*DELTA_CONF, "spark.jars", "spark.jars.packages"):
         assert key not in conf
@@ -57,7 +58,7 @@ def test_cluster_masters_get_no_local_defaults(master):
     resolved_master, conf = session_conf(master, settings=env_settings({}))
     assert resolved_master == master
     for key in ("spark.sql.shuffle.partitions", "spark.default.parallelism",
-                "spark.driver.memory"):
+                "spark.driver.memory", "spark.driver.bindAddress", "spark.driver.host"):
         assert key not in conf
     assert conf["spark.sql.session.timeZone"] == "UTC"
 

@@ -1,0 +1,53 @@
+"""One replay at a time per run: an exclusive lock on ``runs/<run_id>/.lock`` (flock)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from engine.errors import RepriseError
+
+LOCK_FILE = ".lock"
+
+
+class RunBusy(RepriseError):
+    """Another process is replaying the same run."""
+
+
+@contextmanager
+def run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
+    """Hold the run's lock for the block; raise :class:`RunBusy` at once when another process
+    holds it (the kernel releases it when that process ends, even by SIGKILL)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise RunBusy(f"run {run_id!r} is being replayed by another process (pid {holder}); "
+                          "nothing was written by this one: wait for it to finish, then run "
+                          "the command again to resume or check the run") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def is_locked(run_dir: Path) -> bool:
+    """True when a process holds the run's lock now (a replay of it is in progress)."""
+    path = run_dir / LOCK_FILE
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

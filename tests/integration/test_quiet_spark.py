@@ -1,0 +1,43 @@
+"""Spark starts without JVM noise on stderr (``--verbose`` / REPRISE_VERBOSE=1 shows it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from jobs.settings import Settings, load_settings
+from jobs.spark import session_conf
+
+ROOT = Path(__file__).resolve().parents[2]
+START = "from jobs.spark import get_spark; get_spark().range(3).count()"
+
+
+def test_spark_starts_and_runs_a_job_with_nothing_on_stderr():
+    env = {k: v for k, v in os.environ.items() if k != "REPRISE_VERBOSE"}
+    env.update(PYTHONPATH=str(ROOT), REPRISE_SPARK_MASTER="local[1]")
+    done = subprocess.run([sys.executable, "-c", START], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=True)
+    assert done.stderr == ""
+
+
+def test_verbose_keeps_sparks_own_logging():
+    _, quiet = session_conf(settings=Settings.from_env({}))
+    _, loud = session_conf(settings=Settings.from_env({
+        "REPRISE_VERBOSE": "1", "REPRISE_SPARK_CONF": "spark.driver.extraJavaOptions=-Dx=1"}))
+    assert "log4j2.configurationFile" in quiet["spark.driver.extraJavaOptions"]
+    assert loud["spark.driver.extraJavaOptions"] == "-Dx=1"
+
+
+def test_the_global_verbose_option_asks_for_the_jvm_log(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from jobs.cli import app
+
+    monkeypatch.setenv("REPRISE_VERBOSE", "0")  # restored after the test
+    assert CliRunner().invoke(app, ["runs", "--warehouse", str(tmp_path)]).exit_code == 0
+    assert not load_settings().verbose
+    assert CliRunner().invoke(app, ["--verbose", "runs", "--warehouse", str(tmp_path)]
+                              ).exit_code == 0
+    assert load_settings().verbose

@@ -1,0 +1,48 @@
+"""`validate` checks a run against the query definition it was made with, not the catalog's now."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import QUERY, events_table, small_catalog, write_commits
+
+from engine.catalog import load_catalog
+from jobs.replay import Replay
+from jobs.validate import validate_run
+from jobs.warehouse import Warehouse
+
+EDITS = {
+    "aggregates removed": QUERY.replace(", n_v: count(v), s: sum(v)", ""),
+    "window changed": QUERY.replace("size: 5s", "size: 7s"),
+    "lateness changed": QUERY.replace("lateness: 3s", "lateness: 0s"),
+    "aggregate added": QUERY.replace("mean: avg(v)}", "mean: avg(v), top: max(v)}"),
+}
+
+
+@pytest.fixture(scope="module")
+def finished_run(spark, storage, tmp_path_factory):
+    root = tmp_path_factory.mktemp("stored")
+    catalog = small_catalog(root / "schemas")
+    warehouse = Warehouse(root / "warehouse")
+    write_commits(storage, warehouse.recording("ev"), events_table(np.random.default_rng(5), 90),
+                  3)
+    replay = Replay(spark, storage, warehouse, catalog)
+    info = replay.prepare("ev_w", run_id="r1")
+    replay.run(info)
+    report = validate_run(replay, catalog, "r1")
+    assert report.ok and report.note == ""
+    return replay, root
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_validate_uses_the_stored_definition_and_notes_the_changed_file(finished_run, edit):
+    replay, root = finished_run
+    path = root / "schemas" / "queries" / "ev_w.yaml"
+    try:
+        path.write_text(EDITS[edit])
+        report = validate_run(replay, load_catalog(root / "schemas"), "r1")
+    finally:
+        path.write_text(QUERY)
+    assert report.ok, (report.diff, report.late_mismatch)
+    assert report.reference_rows == report.output_rows > 0
+    assert str(path) in report.note and "has changed since run r1" in report.note

@@ -1,0 +1,38 @@
+"""Batch plans that make no sense are rejected; very fine ones are accepted with a warning."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.catalog import CatalogError, parse_query, parse_recording
+from jobs.plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
+
+EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
+                      "columns": {"k": "string", "ts": "timestamp", "v": "int"}})
+
+
+@pytest.mark.parametrize("text", ["", " ", "rows:0", "rows:-3", "rows:", "rows:true", "time:0s",
+                                  "time:1", "cuts:3,1", "cuts:-1", "commit:1", "bogus"])
+def test_a_plan_that_makes_no_sense_is_rejected_naming_it(text):
+    with pytest.raises(PlanError, match=f"invalid batch plan {text!r}"):
+        parse_plan(text)
+
+
+@pytest.mark.parametrize(("batch", "problem"), [
+    ({"by": "rows", "rows": True}, "expected a positive integer, got True"),
+    ({"by": "rows", "rows": 0}, "expected a positive integer"),
+    ({"by": "time", "every": 1}, "expected a duration with a unit"),
+    ({"by": "time", "every": True}, "expected a duration with a unit"),
+    ({"by": "time", "every": "0s"}, "must be positive"),
+])
+def test_a_catalog_batch_that_makes_no_sense_is_rejected(batch, problem):
+    doc = {"name": "q", "kind": "qre", "input": "ev", "query": "eps(0)", "batch": batch}
+    with pytest.raises(CatalogError, match="batch") as info:
+        parse_query(doc, {"ev": EV}, "q.yaml")
+    assert problem in str(info.value)
+
+
+def test_more_batches_than_the_sane_count_give_a_one_line_warning():
+    assert batch_count_warning(MANY_BATCHES, "rows:1") is None
+    warning = batch_count_warning(300_000, "rows:1")
+    assert warning is not None and "300,000 batches" in warning and "\n" not in warning

@@ -1,0 +1,39 @@
+"""Names that become warehouse paths (recordings, run ids) cannot lead outside the warehouse."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import RepriseError
+from jobs.names import check_name
+from jobs.warehouse import Warehouse
+
+ESCAPES = ["../../x", "../x", "/tmp/x", "a/../../b", "a/b", "..", ".", "", ".hidden", "x\0y",
+           "-rf", "a\\..\\b", "x" * 300]
+
+
+@pytest.mark.parametrize("name", ESCAPES)
+def test_every_path_builder_refuses_names_that_are_not_one_safe_component(tmp_path, name):
+    wh = Warehouse(tmp_path / "wh")
+    for build, what in ((wh.recording, "recording name"), (wh.quarantine, "recording name"),
+                        (wh.run_dir, "run id"), (lambda n: wh.run_table(n, "output"), "run id")):
+        with pytest.raises(RepriseError) as info:
+            build(name)
+        assert what in str(info.value) and repr(name) in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["vitals", "vitals_hr_1m-v9-commit-abc123", "run.2", "A1"])
+def test_ordinary_names_give_paths_under_their_directory(tmp_path, name):
+    wh = Warehouse(tmp_path / "wh")
+    assert wh.recording(name) == str(tmp_path / "wh" / "recordings" / name)
+    assert wh.quarantine(name) == str(tmp_path / "wh" / "quarantine" / name)
+    assert wh.run_dir(name) == tmp_path / "wh" / "runs" / name
+    assert check_name("run id", name) == name
+
+
+def test_a_symbolic_link_inside_the_warehouse_cannot_lead_out(tmp_path):
+    (tmp_path / "wh" / "runs").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "wh" / "runs" / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RepriseError, match="outside the warehouse"):
+        Warehouse(tmp_path / "wh").run_dir("link")
