@@ -15,6 +15,7 @@ operators) get integer codes that sort like the values; the worker writes the va
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,6 +53,7 @@ class StepPlan:
     time_column: str
     state_files: dict[int, list[str]] = field(default_factory=dict)  # bucket -> state files
     finish: bool = False  # the last of ``batches`` is the end-of-input flush
+    kernel_dir: str | None = None  # QRE kernel cache of the workers (``REPRISE_KERNEL_DIR``)
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,8 @@ def _factorized(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
     """The worker side: step one bucket of keys through the plan's batches."""
+    if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
+        sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
     state = _load_state(plan, bucket)
     rows: list[dict | None] = []

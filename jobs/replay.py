@@ -315,7 +315,8 @@ class Replay:
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
                         schemas=schemas, recording_columns=tuple(ctx.recording.columns),
                         time_column=ctx.time_column, state_files=state_files,
-                        finish=finish)
+                        finish=finish,
+                        kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir))
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         if info.exchange == "direct":
             steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
