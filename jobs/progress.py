@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from .replay import BatchReport
 
 
 def interactive() -> bool:
@@ -31,7 +35,7 @@ class ReplayProgress:
     def __init__(self, console: Console, total: int, completed: int):
         self.console, self.total, self.completed = console, total, completed
         self._lock = threading.Lock()
-        self._job: list = []  # reports of the job whose manifest was just committed
+        self._job: list[BatchReport] = []  # reports of the job whose manifest was just committed
         self._bar = bar(console) if interactive() else None
         self._task = None
 
@@ -56,7 +60,7 @@ class ReplayProgress:
                 done = max(self._bar.tasks[0].completed, min(self.total, batch + 1))
                 self._bar.update(self._task, completed=done)
 
-    def done(self, report) -> None:
+    def done(self, report: BatchReport) -> None:
         """A batch's manifest row is committed."""
         with self._lock:
             self._job.append(report)
