@@ -12,7 +12,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_NAME_LENGTH = 200
 
 
-class UnsafeName(RepriseError, ValueError):
+class UnsafeName(RepriseError):
     """A name that would become a path outside its warehouse directory (or no valid path)."""
 
 

@@ -30,11 +30,13 @@ def referenced_files(table: Path) -> set[Path] | None:
     for entry in log.iterdir():
         name = entry.name
         if name.endswith(".json") and name[:20].isdigit():
-            for line in entry.read_text().splitlines():
-                action = json.loads(line) if line.strip() else {}
-                for kind in ("add", "remove"):
-                    if kind in action:
-                        found.add(_local(table, action[kind]["path"]))
+            try:
+                actions = [json.loads(line) for line in entry.read_text().splitlines()
+                           if line.strip()]
+            except ValueError:
+                return None
+            found.update(_local(table, action[kind]["path"]) for action in actions
+                         for kind in ("add", "remove") if kind in action)
         elif ".checkpoint" in name and name.endswith(".parquet") and name[:20].isdigit():
             checkpoint = pq.read_table(entry)
             for kind in set(checkpoint.column_names) & {"add", "remove"}:

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .replay import BatchReport
 
 
 def interactive(settings: Settings) -> bool:
@@ -32,7 +36,7 @@ class ReplayProgress:
     def __init__(self, console: Console, settings: Settings, total: int, completed: int):
         self.console, self.total, self.completed = console, total, completed
         self._lock = threading.Lock()
-        self._job: list = []  # reports of the job whose manifest was just committed
+        self._job: list[BatchReport] = []  # reports of the job whose manifest was just committed
         self._bar = bar(console, settings) if interactive(settings) else None
         self._task = None
 
@@ -57,7 +61,7 @@ class ReplayProgress:
                 done = max(self._bar.tasks[0].completed, min(self.total, batch + 1))
                 self._bar.update(self._task, completed=done)
 
-    def done(self, report) -> None:
+    def done(self, report: BatchReport) -> None:
         """A batch's manifest row is committed."""
         with self._lock:
             self._job.append(report)

@@ -35,7 +35,8 @@ def state_at(replay: Replay, run_id: str, batch: int) -> pd.DataFrame:
 
 def validated_run(replay: Replay, query: str, plan: str) -> str:
     """Replay ``query`` under ``plan`` (a run of its own), check it validates; its run id."""
-    info = replay.prepare(query, plan=plan, run_id=f"{query}-{plan.replace(':', '')}")
+    run_id = f"{query}-{plan.replace(':', '').replace(',', '-')}"  # run ids: no ':' or ','
+    info = replay.prepare(query, plan=plan, run_id=run_id)
     replay.run(info)
     report = validate_run(replay, replay.catalog, info.run_id)
     assert report.ok, (report.diff, report.late_mismatch, report.reconciles)

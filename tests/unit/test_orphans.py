@@ -1,0 +1,69 @@
+"""Which staged files of a run table may be deleted: only those no version of the log names."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+from jobs.orphans import referenced_files, remove_unreferenced
+
+
+def _table(tmp_path: Path, commits: int) -> Path:
+    table = tmp_path / "output"
+    for i in range(commits):
+        write_deltalake(str(table), pa.table({"x": [i]}), mode="overwrite")
+    return table
+
+
+def _stray(table: Path, name: str = "b000009-dead/part-00000.parquet") -> Path:
+    stray = table / "data" / name
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"x": [99]}), stray)
+    return stray
+
+
+def _moved_into_data(table: Path) -> None:
+    """delta-rs writes its files at the table root; run tables stage theirs under data/."""
+    for f in table.glob("*.parquet"):
+        (table / "data").mkdir(exist_ok=True)
+        shutil.copy(f, table / "data" / f.name)
+
+
+def test_files_of_every_version_stay_and_unreferenced_ones_go(tmp_path):
+    table = _table(tmp_path, 3)  # overwrite: versions 0 and 1 files are removed by later ones
+    referenced = referenced_files(table)
+    assert referenced is not None and len(referenced) == 3
+    stray = _stray(table)
+    _moved_into_data(table)  # copies: not named by the log either
+    removed = remove_unreferenced(table)
+    assert stray in removed and not stray.parent.exists()
+    assert all(f.exists() for f in referenced)  # the originals, named by the log, are kept
+    assert DeltaTable(str(table), version=0).to_pyarrow_table().num_rows == 1
+
+
+def test_files_named_only_by_a_checkpoint_are_kept(tmp_path):
+    table = _table(tmp_path, 2)
+    DeltaTable(str(table)).create_checkpoint()
+    live = {f.resolve() for f in table.glob("*.parquet")}
+    for log in (table / "_delta_log").glob("*.json"):
+        log.unlink()  # as log retention would
+    assert live <= referenced_files(table)
+
+
+def test_a_log_this_reader_does_not_understand_deletes_nothing(tmp_path):
+    table = _table(tmp_path, 1)
+    stray = _stray(table)
+    (table / "_delta_log" / "_sidecars").mkdir()
+    assert referenced_files(table) is None
+    assert remove_unreferenced(table) == [] and stray.exists()
+
+
+def test_a_table_never_committed_loses_its_staged_files(tmp_path):
+    table = tmp_path / "state"
+    stray = _stray(table)
+    assert remove_unreferenced(table) == [stray]
+    assert not any((table / "data").iterdir())
