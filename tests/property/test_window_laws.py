@@ -55,7 +55,8 @@ def streams(draw):
     slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
              if kind == "sliding" else 0)
     if kind == "count":  # size and slide count events
-        size, slide = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+        size = draw(st.integers(1, 5))
+        slide = draw(st.integers(1, size))
     lateness = draw(st.sampled_from([0, 2000, 4000, 100_000]))
     spec = WindowSpec(key="k", lateness_us=lateness, aggregates=AGGS, value_types={"v": "int"},
                       key_type="string", kind=kind, **shape(kind, size, slide))
@@ -264,7 +265,8 @@ def typed_streams(draw, kind: str, emit: str = "close"):
                                      min_size=n, max_size=n)), dtype=object),
     })
     if kind == "count":
-        size, slide = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+        size = draw(st.integers(1, 5))
+        slide = draw(st.integers(1, size))
     else:
         size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
         slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
@@ -462,8 +464,8 @@ def int_streams(draw, kind: str):
                             dtype="int64")) * 1000,
         SEQ: np.arange(n, dtype="int64"),
         "x": pd.Series(xs, dtype="Int64"), "y": pd.Series(ys, dtype="Int64")})
-    size, slide = ((draw(st.integers(1, 4)), draw(st.integers(1, 3))) if kind == "count"
-                   else (draw(st.sampled_from([3000, 6000])), 3000 if kind == "sliding" else 0))
+    size = draw(st.integers(1, 4)) if kind == "count" else draw(st.sampled_from([3000, 6000]))
+    slide = draw(st.integers(1, size)) if kind == "count" else 3000 if kind == "sliding" else 0
     spec = WindowSpec(key="k", lateness_us=draw(st.sampled_from([0, 3000])),
                       aggregates=EXACT_AGGS, value_types={"x": "int", "y": "int"},
                       key_type="string", kind=kind, **shape(kind, size, slide))
