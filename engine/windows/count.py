@@ -28,7 +28,7 @@ from ..lateness import Marks, split_batch
 from ..operator import SEQ, TIME, StateCodec, StepResult, exact_pandas
 from ..ordering import END_OF_INPUT
 from .base import WindowOperator
-from .partials import arrow_type, raw_values
+from .event_values import arrow_type, raw_values
 from .segments import Segments
 from .spec import WindowSpec
 
