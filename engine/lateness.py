@@ -6,9 +6,9 @@ lateness; an event whose time is below it is late. Late events change no waterma
 below the max). A buffered event is due once its key's watermark is at or past its time.
 
 Two levels: :func:`late_split` over plain columns already grouped by key code in arrival order
-(what the QRE operator calls, with its rejected rows as ``skip``), and :func:`split_batch` over a
-batch frame and the keys' :class:`Marks` (what the window operators call). Both give late rows
-the one reason text of :func:`late_reasons`.
+(for an operator with its own key numbering, such as the QRE operator, whose rejected rows are
+``skip``), and :func:`split_batch` over a batch frame and the keys' :class:`Marks` (what the
+window operators call). Late rows get the one reason text of :func:`late_reasons`.
 """
 
 from __future__ import annotations

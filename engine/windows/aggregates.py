@@ -10,19 +10,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .partials import (
-    Columns,
-    Count,
-    Extreme,
-    Moments,
-    Partial,
-    Select,
-    Sketch,
-    Sum,
-    UdafPartial,
-    Values,
-)
-from .segments import Segments
+from .lists import Sketch, Values
+from .monoids import Moments, Select, UdafPartial
+from .partials import Count, Extreme, Partial, Sum
+from .segments import Columns, Segments
 from .spec import Aggregate, WindowSpec
 
 #: State columns that belong to the window operators, not to a partial.

@@ -28,7 +28,7 @@ from ..lateness import Marks, split_batch
 from ..operator import SEQ, TIME, StateCodec, StepResult, exact_pandas
 from ..ordering import END_OF_INPUT
 from .base import WindowOperator
-from .partials import arrow_type, raw_values
+from .event_values import arrow_type, raw_values
 from .segments import Segments
 from .spec import WindowSpec
 
@@ -81,10 +81,11 @@ class CountWindow(WindowOperator):
         output, kept, released = self._release(rows, keys, watermark, self.updates)
         key_rows = pd.DataFrame({self.key: marks.keys, "role": KEY, "t": marks.after, "seq": 0})
         key_rows["released"] = key_rows[self.key].map(released).fillna(0).astype("int64")
+        n = len(key_rows)
         for col in self.spec.value_columns:
-            key_rows[f"v_{col}"] = {"string": None, "int": pd.array([None] * len(key_rows),
-                                                                     dtype="Int64")
-                                    }.get(self.spec.value_types[col], np.nan)
+            typ = self.spec.value_types[col]
+            key_rows[f"v_{col}"] = None if typ == "string" else pd.arrays.IntegerArray(
+                np.zeros(n, dtype="int64"), np.ones(n, dtype=bool)) if typ == "int" else np.nan
         new_state = pd.concat([key_rows, kept], ignore_index=True)[self.state_codec.schema.names]
         return StepResult(new_state, output, arrivals.late)
 

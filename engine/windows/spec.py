@@ -14,6 +14,13 @@ from .udaf import Udaf, UdafError, parse_udaf
 SHAPE = {"tumbling": ("size_us",), "sliding": ("size_us", "slide_us"),
          "session": ("gap_us",), "count": ("size_events", "every_events")}
 WINDOW_KINDS = tuple(SHAPE)
+#: The longest window size, slide, gap and lateness: 100 years (36500d). Event times are int64
+#: microseconds; with every duration below 2^52 us, window ends, watermarks and slice arithmetic
+#: on event times of any real date (years 1 to 9999, below 2^58 us) stay far inside int64.
+MAX_DURATION_US = 36_500 * 86_400_000_000
+#: The most events a count window may hold or step over: a step lays out ``size`` cells per key
+#: that releases events, and the state keeps ``size - 1`` events per key.
+MAX_EVENTS = 1_000_000
 EMIT_MODES = ("close", "updates")
 NUMERIC = ("int", "double")
 #: Column types the value-selecting and distinct-counting aggregates accept.
@@ -80,6 +87,9 @@ class WindowSpec:
             if (value > 0) != (name in wanted) or value < 0:
                 raise ValueError(f"a {self.kind} window has {' and '.join(wanted)} (positive) "
                                  f"and no other shape field, got {name}={value!r}")
+        if self.slide_us > self.size_us or self.every_events > self.size_events:
+            raise ValueError("a window's slide (every) may not exceed its size: events between "
+                             "two windows would belong to none")
 
     @property
     def slide(self) -> int:
@@ -104,6 +114,8 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     if unknown:
         raise CatalogError(src, f"query.{unknown[0]}", "unknown field (expected "
                            f"{', '.join(_QUERY_FIELDS)})")
+    if query.lateness_us > MAX_DURATION_US:
+        raise CatalogError(src, "lateness", _too_long(query.lateness_us))
     window = body.get("window")
     if not isinstance(window, dict) or window.get("type") not in WINDOW_KINDS:
         raise CatalogError(src, "query.window",
@@ -122,25 +134,43 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     if window["type"] == "count":
         size, every = window.get("size"), window.get("every", window.get("size"))
         for name, value in (("size", size), ("every", every)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise CatalogError(src, f"query.window.{name}",
-                                   f"expected a positive number of events, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not \
+                    0 < value <= MAX_EVENTS:
+                raise CatalogError(src, f"query.window.{name}", "expected a positive number of "
+                                   f"events, at most {MAX_EVENTS:,}, got {value!r}")
+        if every > size:
+            raise CatalogError(src, "query.window.every", f"must be at most the size ({size} "
+                               f"events): events between two windows would belong to none, "
+                               f"got {every}")
         return _checked(src, WindowSpec(size_events=size, every_events=every, **common))
     measure = "gap" if window["type"] == "session" else "size"
-    size = parse_duration_us(window.get(measure, ""), source=src,
-                             fieldname=f"query.window.{measure}")
-    if size <= 0:
-        raise CatalogError(src, f"query.window.{measure}", "must be positive")
+    size = _duration(src, window, measure)
     if window["type"] == "session":
         return _checked(src, WindowSpec(gap_us=size, **common))
     slide = 0
     if window["type"] == "sliding":
-        slide = parse_duration_us(window.get("slide", ""), source=src,
-                                  fieldname="query.window.slide")
-        if slide <= 0 or slide > size:
+        slide = _duration(src, window, "slide")
+        if slide > size:
             raise CatalogError(src, "query.window.slide",
-                               f"must be positive and at most the size ({size} us), got {slide}")
+                               f"must be at most the size ({size} us): events between two "
+                               f"windows would belong to none, got {slide}")
     return _checked(src, WindowSpec(size_us=size, slide_us=slide, **common))
+
+
+def _duration(src: str, window: dict, name: str) -> int:
+    """The positive duration ``query.window.<name>``, at most :data:`MAX_DURATION_US`."""
+    where = f"query.window.{name}"
+    value = parse_duration_us(window.get(name, ""), source=src, fieldname=where)
+    if value <= 0:
+        raise CatalogError(src, where, "must be positive")
+    if value > MAX_DURATION_US:
+        raise CatalogError(src, where, _too_long(value))
+    return value
+
+
+def _too_long(us: int) -> str:
+    return (f"must be at most 36500d (100 years, {MAX_DURATION_US} us) so that arithmetic on "
+            f"event times cannot overflow, got {us} us")
 
 
 def _checked(src: str, spec: WindowSpec) -> WindowSpec:

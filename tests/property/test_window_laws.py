@@ -7,7 +7,6 @@ same and survives the codec; slice state stays within its declared bound."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import replace
 
@@ -16,15 +15,14 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from window_cases import KINDS, operator, shape, split
 
 from engine.operator import SEQ, TIME, KeyedOperator, run_batches
 from engine.windows import (
     Aggregate,
-    CountWindow,
     SessionWindow,
     SlidingWindow,
     TumblingWindow,
-    WindowOperator,
     WindowSpec,
     window_reference,
     window_updates_reference,
@@ -54,32 +52,13 @@ def streams(draw):
     slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))
              if kind == "sliding" else 0)
     if kind == "count":  # size and slide count events
-        size, slide = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+        size = draw(st.integers(1, 5))
+        slide = draw(st.integers(1, size))
     lateness = draw(st.sampled_from([0, 2000, 4000, 100_000]))
     spec = WindowSpec(key="k", lateness_us=lateness, aggregates=AGGS, value_types={"v": "int"},
                       key_type="string", kind=kind, **shape(kind, size, slide))
     plans = [sorted(draw(st.lists(st.integers(0, n), max_size=8))) for _ in range(2)]
     return events, spec, plans
-
-
-def shape(kind: str, size: int, slide: int) -> dict[str, int]:
-    """The shape fields of a window of ``kind`` (for sessions ``size`` is the gap, for count
-    windows ``size`` and ``slide`` count events)."""
-    return {"tumbling": {"size_us": size}, "sliding": {"size_us": size, "slide_us": slide},
-            "session": {"gap_us": size},
-            "count": {"size_events": size, "every_events": slide}}[kind]
-
-
-def operator(spec: WindowSpec) -> WindowOperator:
-    kinds = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
-             "count": CountWindow}
-    return kinds[spec.kind](spec)
-
-
-def split(events: pd.DataFrame, cuts: list[int]) -> list[pd.DataFrame]:
-    """Batches of ``events`` at the cut points (repeated cuts give empty batches)."""
-    bounds = [0, *cuts, len(events)]
-    return [events.iloc[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def canonical(output: pd.DataFrame) -> list[tuple]:
@@ -220,7 +199,6 @@ def test_session_windows_merge_runs_closer_than_the_gap():
 # -- every aggregate, updates mode, state bounds --------------------------------------------------
 
 REL_TOL = 1e-9
-KINDS = ("tumbling", "sliding", "session", "count")
 RMS = parse_udaf("rms", {"init": "(0, 0.0)", "add": "(a, x) -> (a[0] + 1, a[1] + x * x)",
                          "merge": "(a, b) -> (a[0] + b[0], a[1] + b[1])",
                          "finish": "a -> sqrt(a[1] / a[0])"})
@@ -263,7 +241,8 @@ def typed_streams(draw, kind: str, emit: str = "close"):
                                      min_size=n, max_size=n)), dtype=object),
     })
     if kind == "count":
-        size, slide = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+        size = draw(st.integers(1, 5))
+        slide = draw(st.integers(1, size))
     else:
         size = draw(st.sampled_from([1000, 3000, 5000, 6000]))
         slide = (draw(st.sampled_from([s for s in (1000, 2000, 3000, 4000) if s <= size]))

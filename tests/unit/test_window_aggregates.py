@@ -268,3 +268,65 @@ def test_windows_without_events_emit_nothing_and_late_events_are_counted():
     assert int(out["n"].sum()) == 2 * (len(frame) - len(late))  # each event in 2 windows
     rows, ref_late = window_reference(frame, s)
     assert ref_late == [3] and [r["window_start"] for r in rows] == [-2, 0, 28, 30]
+
+
+def window_doc(window: dict, lateness: str = "10s") -> dict:
+    return {**query({"n": "count()"}), "lateness": lateness,
+            "query": {"window": window, "aggregates": {"n": "count()"}}}
+
+
+@pytest.mark.parametrize(("window", "lateness", "field", "message"), [
+    ({"type": "count", "size": 2, "every": 3}, "10s", "query.window.every",
+     "must be at most the size (2 events)"),
+    ({"type": "sliding", "size": "1m", "slide": "2m"}, "10s", "query.window.slide",
+     "must be at most the size (60000000 us)"),
+    ({"type": "tumbling", "size": "99999999999999999999d"}, "10s", "query.window.size",
+     "must be at most 36500d"),
+    ({"type": "session", "gap": "36501d"}, "10s", "query.window.gap", "must be at most 36500d"),
+    ({"type": "sliding", "size": "1d", "slide": "0s"}, "10s", "query.window.slide",
+     "must be positive"),
+    ({"type": "tumbling", "size": "1m"}, "99999999999999999999d", "lateness",
+     "must be at most 36500d"),
+    ({"type": "count", "size": 10**7}, "10s", "query.window.size", "at most 1,000,000"),
+])
+def test_window_shapes_out_of_bounds_are_errors_naming_the_file_and_the_field(
+        window, lateness, field, message):
+    with pytest.raises(CatalogError) as info:
+        parse(window_doc(window, lateness))
+    assert info.value.source == SOURCE and info.value.field == field
+    assert message in info.value.problem
+
+
+def test_the_largest_accepted_shapes_parse():
+    assert parse(window_doc({"type": "tumbling", "size": "36500d"}, "36500d")).size_us == \
+        36_500 * 86_400 * 10**6
+    count = parse(window_doc({"type": "count", "size": 1_000_000, "every": 1_000_000}))
+    assert (count.size_events, count.every_events) == (1_000_000, 1_000_000)
+
+
+def test_a_spec_whose_slide_exceeds_its_size_cannot_be_built():
+    with pytest.raises(ValueError, match="may not exceed its size"):
+        spec((Aggregate("n", "count", None),), size_us=0, size_events=2, every_events=3,
+             kind="count")
+
+
+def test_first_and_last_skip_nulls():
+    aggs = (Aggregate("f", "first", "v"), Aggregate("l", "last", "v"),
+            Aggregate("fs", "first", "s"))
+    out = run(TumblingWindow(spec(aggs)),
+              events([0, 1, 2, 3], v=[np.nan, 2.0, 3.0, np.nan], s=[None, None, "x", None]))
+    assert out[["f", "l", "fs"]].values.tolist() == [[2.0, 3.0, "x"]]
+
+
+def test_a_udaf_over_an_all_null_window_is_null():
+    s = spec((Aggregate("r", "rms", "v"),), udafs=(parse_udaf("rms", RMS),))
+    out = run(TumblingWindow(s), events([0, 1, 12], v=[np.nan, np.nan, 3.0]))
+    assert out["r"].isna().tolist() == [True, False]
+    assert out["r"].iloc[1] == pytest.approx(3.0)
+
+
+def test_count_distinct_counts_zero_and_negative_zero_as_one_value():
+    s = spec((Aggregate("d", "count_distinct", "v"),))
+    frame = events([0, 1, 2], v=[0.0, -0.0, 1.0])
+    assert run(TumblingWindow(s), frame)["d"].tolist() == [2]
+    assert [r["d"] for r in window_reference(frame, s)[0]] == [2]
