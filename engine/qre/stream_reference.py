@@ -1,5 +1,6 @@
 """The reference a keyed QRE operator's replay is checked against: per key, the arrival-order
-rejection and lateness rules, then a naive evaluator over the on-time events."""
+rejection (a missing field, or an event the query cannot evaluate: ``item_checks``) and
+lateness rules, then a naive evaluator over the on-time events."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..operator import SEQ, TIME
 from .dispatch import value_of
 from .evaluator import evaluate
 from .events import items_of, rejection
+from .item_checks import ItemCheck
 from .query_spec import QreSpec
 from .reference import reference_poly
 from .text import parse
@@ -35,6 +37,7 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec
     derivative evaluator from scratch; projected by the output mode. Returns (output, late
     arrival seqs, rejected arrival seqs)."""
     term = parse(spec.text)
+    checks = ItemCheck(term, spec.column_types())
     items = items_of(events, spec)
     rows, late, rejected = [], [], []
     by_key: dict[object, list] = {}
@@ -45,7 +48,7 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec
         evs.sort()
         on_time, max_t = [], None
         for seq, t, item in evs:
-            if rejection(term.fields, item):
+            if rejection(term.fields, item) or checks.problem(item, everything=True):
                 rejected.append(seq)
                 continue
             if max_t is not None and t < max_t - spec.lateness_us:
