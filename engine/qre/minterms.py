@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..expr.parser import render
+from .errors import QREError
 from .expr import run
 from .ops import EVALUATION_ERRORS, Pred
 
@@ -25,7 +26,7 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 MAX_COMBINATIONS = 1 << 14
 
 
-class TooComplex(Exception):
+class TooComplex(QREError):
     """Raised when the predicates have too many combinations to enumerate."""
 
 
