@@ -152,7 +152,6 @@ class QreOperator(KeyedOperator):
                 kind[:, j], payload[:, j] = kinds[order], payloads[order]
         return kind, payload, missing
 
-
     def _rejections(self, batch: pd.DataFrame, order: np.ndarray, missing: np.ndarray
                     ) -> np.ndarray:
         """Why each event of ``batch.iloc[order]`` is rejected (None: it is not): a field the
@@ -240,7 +239,7 @@ class QreOperator(KeyedOperator):
         others: list[Any] = []
         kind, payload, missing = self._read(batch, order, others)
         reason = self._rejections(batch, order, missing)
-        bad = reason != None  # noqa: E711 -- elementwise
+        bad = pd.notna(reason)
         split = split_late(code, t, bad, prior.max_t, lateness)
         late, max_t = split.late, split.max_t
         on_time = ~bad & ~late
