@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
 from ..ordering import END_OF_INPUT, NO_TIME, max_before, order_by_code
-from .dispatch import Released, RunEvaluator, value_of
+from .dispatch import EMITTED, Released, RunEvaluator, json_of, value_of
 from .events import (
     Events,
     PendingBuffer,
@@ -271,13 +271,13 @@ class QreOperator(KeyedOperator):
         for k, (blob, last) in enumerate(zip(after.evaluator, after.last, strict=True)):
             if blob is not None:
                 outcome = self.runs.load(blob).output()
-                if outcome.kind == "value":
+                if outcome.kind in EMITTED:
                     rows.append(k)
                     times.append(json.loads(last))
                     values.append(outcome)
         at = np.array(times, dtype=np.int64).reshape(-1, 2)
         return self._frame(after.key[rows], at[:, 0], at[:, 1], [value_of(o) for o in values],
-                           [json.dumps(o.value, default=str) for o in values])
+                           [json_of(o) for o in values])
 
     def _rows(self, keys: Keys) -> pd.DataFrame:
         """State rows of ``keys``."""

@@ -82,3 +82,23 @@ def test_a_predicate_that_cannot_fail_costs_no_check():
 def test_predicates_are_type_checked_against_the_recording(text, problem):
     with pytest.raises(CatalogError, match=r"q.yaml: field 'query': .*" + problem):
         spec(text)
+
+
+@pytest.mark.parametrize("output", ["every", "changes", "final"])
+def test_an_operation_failing_on_combined_values_is_reported_as_an_error_output(output):
+    """No single event is at fault (each reading is fine): the output is an error row."""
+    qre = spec("iter(eps(0), atom(true, heart_rate - spo2), (a, d) -> a + 100 // (d + 7))",
+               output)
+    out, _, _, _ = run_batches(QreOperator(qre), [EVENTS.iloc[:3], EVENTS.iloc[3:]])
+    reference, _, rejected = qre_reference(EVENTS, qre)
+    assert rejected == []
+    error = '{"error": "the operation \'(a, d) -> (a + (100 // (d + 7)))\' failed: ' \
+            'ZeroDivisionError: integer division or modulo by zero"}'
+    by_key = {k: group["value_json"].tolist() for k, group in out.groupby("patient_id")}
+    expected = {"every": {"a": [error, error, error], "b": ["14", "9"]},
+                "changes": {"a": [error], "b": ["14", "9"]},
+                "final": {"a": [error], "b": ["9"]}}[output]
+    assert by_key == expected  # a: 90 - 97 + 7 == 0 fails the fold and stays failed;
+    # b: 100 // 7 + 100 // -21
+    assert sorted(reference["value_json"]) == sorted(out["value_json"])
+    assert out.loc[out["value_json"] == error, "value"].isna().all()
