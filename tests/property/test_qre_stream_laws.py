@@ -25,8 +25,8 @@ QUERIES = {
     # v % 7 == 0: the atom's value) are quarantined by the operator and the reference alike
     "failing_atoms": "iter(eps(0), atom(10 // (v - 30) >= 0, 1000 // (v - 60)) | "
                      "atom(10 // (v - 30) < 0, 100 // (v % 7)), +)",
-    # a fold that fails (x == 50) keeps a Failure in the state: later outputs are error rows
-    "sticky_failure": "iter(eps(0), atom(true, v), (a, x) -> a + 100 // (x - 50))",
+    # a fold that fails (x % 10 == 5) keeps a Failure in the state: later outputs are error rows
+    "sticky_failure": "iter(eps(0), atom(true, v), (a, x) -> a + 100 // (x % 10 - 5))",
 }
 
 
