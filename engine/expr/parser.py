@@ -6,6 +6,10 @@ Trees: ``("const", v)``, ``("field", name)``, ``("param", i)``, ``("bin", op, a,
 inside a lambda its parameters. The extension point is ``functions``, the table of function
 names a language admits and their arities (``functions.arities``): ``name(args)`` is a call
 exactly when ``name`` is in it. Nothing else of the syntax varies between languages.
+
+Limits (a syntax error beyond them, never a Python recursion error): parentheses, brackets and
+calls nest at most :data:`MAX_NESTING` levels, and a tree is at most :data:`MAX_DEPTH` levels
+deep (a chain of 100 ``+`` is 100 levels).
 """
 
 from __future__ import annotations
@@ -21,6 +25,20 @@ Tree = tuple[Any, ...]
 COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
 _CONSTANTS = {"true": True, "false": False, "unit": UNIT}
 KEYWORDS = frozenset({"and", "or", "not", *_CONSTANTS})
+MAX_NESTING = 30
+MAX_DEPTH = 100
+
+
+def depth(tree: Tree) -> int:
+    """The number of levels of ``tree`` (a constant or a name is one)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node[1:] if isinstance(child, tuple)
+                     and child and isinstance(child[0], str))
+    return deepest
 
 
 class ExprParser:
@@ -32,10 +50,22 @@ class ExprParser:
         self.s = stream
         self.functions = functions
         self.params = params
+        self._nesting = 0
 
     def parse(self) -> Tree:
         """One expression, from the stream's current token."""
-        return self._or()
+        start = self.s.peek()
+        if self._nesting == MAX_NESTING:
+            self.s.fail_at(f"the expression nests more than {MAX_NESTING} levels of "
+                           "parentheses, brackets and calls", start)
+        self._nesting += 1
+        try:
+            tree = self._or()
+        finally:
+            self._nesting -= 1
+        if self._nesting == 0 and depth(tree) > MAX_DEPTH:
+            self.s.fail_at(f"the expression is more than {MAX_DEPTH} levels deep", start)
+        return tree
 
     def _or(self) -> Tree:
         tree = self._and()
@@ -50,9 +80,13 @@ class ExprParser:
         return tree
 
     def _not(self) -> Tree:
-        if self.s.accept("not"):
-            return ("not", self._not())
-        return self._cmp()
+        count = 0
+        while self.s.accept("not"):
+            count += 1
+        tree = self._cmp()
+        for _ in range(min(count, MAX_DEPTH + 1)):  # deeper is rejected anyway
+            tree = ("not", tree)
+        return tree
 
     def _cmp(self) -> Tree:
         tree = self._arith()
@@ -75,8 +109,15 @@ class ExprParser:
         return tree
 
     def _unary(self) -> Tree:
-        if self.s.accept("-"):
-            return ("neg", self._unary())
+        count = 0
+        while self.s.accept("-"):
+            count += 1
+        tree = self._postfix()
+        for _ in range(min(count, MAX_DEPTH + 1)):  # deeper is rejected anyway
+            tree = ("neg", tree)
+        return tree
+
+    def _postfix(self) -> Tree:
         tree = self._primary()
         while self.s.accept("["):
             tok = self.s.next()

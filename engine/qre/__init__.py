@@ -7,7 +7,7 @@ from ..expr.values import UNIT
 from .build import apply, atom, bottom, choice, combine, eps, iterate, split
 from .compiled import CompiledEvaluator, CompiledState
 from .derivative import DerivativeEvaluator, DerivativeState
-from .errors import MissingFieldError, QREError, QRESyntaxError, QRETypeError
+from .errors import EvaluationError, MissingFieldError, QREError, QRESyntaxError, QRETypeError
 from .evaluator import Evaluator, State, evaluate, run
 from .hierarchical import HierarchicalEvaluator, HierarchicalState
 from .kernel import Kernel, KernelRun, compile_kernel, kernel_for, kernel_reason
@@ -18,7 +18,7 @@ from .strong import strongly_typed
 from .sugar import any_items, average, count, plus, suffix, total
 from .terms import Term
 from .text import parse
-from .values import Outcome
+from .values import Failure, Outcome
 
 __all__ = [
     "UNIT",
@@ -26,7 +26,9 @@ __all__ = [
     "CompiledState",
     "DerivativeEvaluator",
     "DerivativeState",
+    "EvaluationError",
     "Evaluator",
+    "Failure",
     "HierarchicalEvaluator",
     "HierarchicalState",
     "Kernel",

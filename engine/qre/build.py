@@ -1,4 +1,8 @@
-"""The public combinators: build terms, type-check them and reject ill-formed ones."""
+"""The public combinators: build terms, type-check them and reject ill-formed ones.
+
+A query is at most :data:`MAX_DEPTH` constructs deep (each ``|`` of a chain of choices is one);
+deeper is a ``QRETypeError``, so no evaluator or check can exceed Python's recursion limit.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,13 @@ from .types import ANY, Type, join, show, type_of
 
 PredLike = str | Callable[[Any], Any] | Pred
 OpLike = str | Callable[..., Any] | Op
+MAX_DEPTH = 100
 
 
 def _typed(term: Term, kind: Type) -> Term:
+    if term.depth > MAX_DEPTH:
+        raise QRETypeError(f"the query is more than {MAX_DEPTH} constructs deep (each choice "
+                           "'|' of a chain counts as one)")
     term.type = kind
     return term
 

@@ -101,6 +101,9 @@ def _compile(expr: Sym) -> Code:
 
 @dataclass
 class Shape:
+    """A state of the automaton without its values: a symbolic q-set whose values are registers,
+    its output code and the transitions found so far."""
+
     key: Any
     qset: QSet
     outs: list[Code]
@@ -122,7 +125,7 @@ class Machine:
         self._static_index: dict[int, int] = {}
         root = self._symbolic(to_qset(query))
         self.shapes: dict[Any, Shape] = {}
-        self.start = self._shape(("static", self._static_index[id(root)]), root)
+        self.start = self.shape_of(("static", self._static_index[id(root)]), root)
 
     def _symbolic(self, qset: QSet) -> QSet:
         """Copy the static q-set with symbolic predicates, operations and constants."""
@@ -152,12 +155,13 @@ class Machine:
             self.ops.append(op)
         return _SymOp(op)
 
-    def _shape(self, key: Any, qset: QSet) -> Shape:
+    def shape_of(self, key: Any, qset: QSet) -> Shape:
+        """The shape of structural key ``key`` (whose symbolic q-set is ``qset``), built once."""
         shape = self.shapes.get(key)
         if shape is None:
             out_syms = [v for node in qset for v in node.outs]
             shape = self.shapes[key] = Shape(key, qset, [_compile(v) for v in out_syms],
-                                              out_syms)
+                                             out_syms)
         return shape
 
     def transition(self, shape: Shape, truth: tuple[bool, ...]) -> tuple[Shape, list[Code]]:
@@ -168,7 +172,7 @@ class Machine:
             program: list[Sym] = []
             key = self._canon_set(derived, program)
             canonical = self.decode(key)
-            known = shape.transitions[truth] = (self._shape(key, canonical),
+            known = shape.transitions[truth] = (self.shape_of(key, canonical),
                                                 [_compile(e) for e in program])
             shape.programs[truth] = program
         return known
@@ -245,7 +249,7 @@ class CompiledState:
 
 def _restore(query: Term, key: Any, registers: tuple[Any, ...]) -> CompiledState:
     machine = Machine(query)
-    return CompiledState(machine, machine._shape(key, machine.decode(key)), registers)
+    return CompiledState(machine, machine.shape_of(key, machine.decode(key)), registers)
 
 
 class CompiledEvaluator:

@@ -27,17 +27,29 @@ from .kernel_states import KernelStates
 from .kernel_values import Kind
 from .strong import strongly_typed
 from .terms import Term
-from .values import Outcome
+from .values import Failure, Outcome
 
 #: Kernel field kind of a run whose values of a field all have the kind.
 _FIELD_KINDS = {INT: "int", FLOAT: "float", BOOL: "bool"}
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # as json.dumps writes them
 
 
+#: The outputs that are emitted: values, and errors (reported as ``{"error": reason}``).
+EMITTED = ("value", "error")
+
+
 def value_of(outcome: Outcome) -> float | None:
     """The ``value`` column of an output: its value if it is a number, else None."""
     v = outcome.value
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def json_of(outcome: Outcome) -> str:
+    """The ``value_json`` column of an output: its value as JSON, or for an error
+    ``{"error": reason}``."""
+    if isinstance(outcome.value, Failure):
+        return json.dumps({"error": outcome.value.reason})
+    return json.dumps(outcome.value, default=str)
 
 
 @dataclass
@@ -177,7 +189,7 @@ class RunEvaluator:
         return EvaluatedRuns(np.array([r]), [state],
                           np.array([runs.bounds[r] + i for i, _ in candidates], np.int64),
                           np.array([value_of(o) for _, o in candidates], np.float64),
-                          objects([json.dumps(o.value, default=str) for _, o in candidates]))
+                          objects([json_of(o) for _, o in candidates]))
 
     def interpret(self, run: Run) -> Evaluated:
         state, candidates = self.load(run.evaluator), []
@@ -185,7 +197,7 @@ class RunEvaluator:
             state = state.step(item)
             if self.output != "final":
                 outcome = state.output()
-                if outcome.kind == "value":
+                if outcome.kind in EMITTED:
                     candidates.append((i, outcome))
         return candidates, self.dump(state)
 

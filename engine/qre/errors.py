@@ -18,6 +18,10 @@ class QRETypeError(QREError):
     """An ill-typed or ill-formed query; the message names the offending sub-expression."""
 
 
+class EvaluationError(QREError):
+    """A predicate could not be evaluated on an item (division by zero, a type mismatch, ...)."""
+
+
 class MissingFieldError(QREError):
     """An item lacks a field that the query reads; ``field`` names it."""
 

@@ -7,6 +7,7 @@ Names are item fields, or parameters inside a lambda.
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,33 +67,35 @@ def fields_of(tree: Tree) -> frozenset[str]:
     return frozenset().union(*(fields_of(c) for c in subtrees))
 
 
-def infer(tree: Tree, params: tuple[Type, ...] = (), names: tuple[str, ...] = ()) -> Type:
-    """The result type of ``tree`` given parameter types; raises QRETypeError if ill-typed."""
+def infer(tree: Tree, params: tuple[Type, ...] = (), names: tuple[str, ...] = (),
+          fields: Mapping[str, Type] | None = None) -> Type:
+    """The result type of ``tree`` given parameter types and, if known, field types (``any``
+    otherwise); raises QRETypeError if ill-typed."""
     tag = tree[0]
     if tag == "const":
         return type_of(tree[1])
     if tag == "field":
-        return ANY
+        return (fields or {}).get(tree[1], ANY)
     if tag == "param":
         return params[tree[1]]
     if tag in ("bin", "neg", "call"):
         operands = tree[2:] if tag != "neg" else tree[1:]
         for sub in operands:
-            _expect(sub, infer(sub, params, names), NUM, tree, names)
+            _expect(sub, infer(sub, params, names, fields), NUM, tree, names)
         return NUM
     if tag == "cmp":
-        left, right = infer(tree[2], params, names), infer(tree[3], params, names)
+        left, right = infer(tree[2], params, names, fields), infer(tree[3], params, names, fields)
         if tree[1] not in ("==", "!=") and join(left, right) is None:
             raise QRETypeError(f"cannot compare {show(left)} with {show(right)} in "
                                f"{render(tree, names)!r}")
         return BOOL
     if tag in ("and", "or", "not"):
         for sub in tree[1:]:
-            _expect(sub, infer(sub, params, names), BOOL, tree, names)
+            _expect(sub, infer(sub, params, names, fields), BOOL, tree, names)
         return BOOL
     if tag == "tuple":
-        return tuple(infer(t, params, names) for t in tree[1:])
-    base = infer(tree[1], params, names)
+        return tuple(infer(t, params, names, fields) for t in tree[1:])
+    base = infer(tree[1], params, names, fields)
     if base == ANY:
         return ANY
     if not isinstance(base, tuple) or tree[2] >= len(base):
@@ -125,8 +128,10 @@ class Expr:
             return body
         return f"({', '.join(self.params)}) -> {body}"
 
-    def result_type(self, param_types: tuple[Type, ...] = ()) -> Type:
-        return infer(self.tree, param_types or (ANY,) * len(self.params), self.params)
+    def result_type(self, param_types: tuple[Type, ...] = (),
+                    fields: Mapping[str, Type] | None = None) -> Type:
+        """The type of the value, given the types of the parameters and of the fields."""
+        return infer(self.tree, param_types or (ANY,) * len(self.params), self.params, fields)
 
 
 def item_expr(stream: TokenStream) -> Expr:

@@ -34,16 +34,18 @@ import pyarrow as pa
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
 from ..ordering import END_OF_INPUT, NO_TIME, max_before, order_by_code
-from .dispatch import Released, RunEvaluator, value_of
+from .dispatch import EMITTED, Released, RunEvaluator, json_of, value_of
 from .events import (
     Events,
     PendingBuffer,
     classify,
     field_values,
+    items_of,
     key_order,
     missing_reason,
     objects,
 )
+from .item_checks import ItemCheck
 from .query_spec import QreSpec
 from .text import parse
 
@@ -106,7 +108,7 @@ class QreOperator(KeyedOperator):
     """The keyed QRE operator (see module docstring); ``use_kernel=False`` evaluates every run
     on the interpreter (same outputs and states, slower)."""
 
-    version = "3"
+    version = "4"
 
     def __init__(self, spec: QreSpec, name: str = "qre", use_kernel: bool = True):
         self.spec, self.name, self.key = spec, name, spec.key
@@ -115,6 +117,7 @@ class QreOperator(KeyedOperator):
         self.fields = tuple(sorted(self.term.fields))
         self.runs = RunEvaluator(self.term, self.fields, spec.output, use_kernel)
         self.buffer = PendingBuffer(len(self.fields))
+        self.checks = ItemCheck(self.term, spec.column_types())
         key_type = COLUMN_TYPES[spec.key_type]
         self.state_codec = StateCodec(pa.schema([
             (self.key, key_type), ("max_t", pa.int64()), ("evaluator", pa.binary()),
@@ -149,6 +152,22 @@ class QreOperator(KeyedOperator):
                 kind[:, j], payload[:, j] = kinds[order], payloads[order]
         return kind, payload, missing
 
+    def _rejections(self, batch: pd.DataFrame, order: np.ndarray, missing: np.ndarray
+                    ) -> np.ndarray:
+        """Why each event of ``batch.iloc[order]`` is rejected (None: it is not): a field the
+        query reads is null, or the query cannot evaluate it (``item_checks``)."""
+        reason = np.full(len(order), None, dtype=object)
+        lacking = np.flatnonzero(missing.any(axis=1))
+        if len(lacking):
+            patterns, which = np.unique(missing[lacking], axis=0, return_inverse=True)
+            texts = [missing_reason([f for f, m in zip(self.fields, p, strict=True) if m])
+                     for p in patterns.tolist()]
+            reason[lacking] = [texts[w] for w in which.ravel().tolist()]
+        if self.checks.risky:
+            rows = np.flatnonzero(~missing.any(axis=1))
+            items = items_of(batch.iloc[order[rows]], self.spec)
+            reason[rows] = [self.checks.problem(item) for item in items]
+        return reason
 
     def _advance(self, keys: Keys, arrived: Events, watermark: np.ndarray
                  ) -> tuple[Keys, pd.DataFrame]:
@@ -219,7 +238,8 @@ class QreOperator(KeyedOperator):
         seq = batch[SEQ].to_numpy(dtype="int64")[order]
         others: list[Any] = []
         kind, payload, missing = self._read(batch, order, others)
-        bad = missing.any(axis=1)
+        reason = self._rejections(batch, order, missing)
+        bad = pd.notna(reason)
         split = split_late(code, t, bad, prior.max_t, lateness)
         late, max_t = split.late, split.max_t
         on_time = ~bad & ~late
@@ -237,10 +257,7 @@ class QreOperator(KeyedOperator):
         bad_rows = np.flatnonzero(bad)
         bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
         rejected = batch.iloc[order[bad_rows]].copy()
-        patterns, which = np.unique(missing[bad_rows], axis=0, return_inverse=True)
-        reasons = [missing_reason([f for f, m in zip(self.fields, p, strict=True) if m])
-                   for p in patterns.tolist()]
-        rejected[REASON] = [reasons[w] for w in which.ravel().tolist()]
+        rejected[REASON] = reason[bad_rows].tolist()
         return StepResult(new_state, output, late_frame.reset_index(drop=True),
                           rejected.reset_index(drop=True))
 
@@ -254,13 +271,13 @@ class QreOperator(KeyedOperator):
         for k, (blob, last) in enumerate(zip(after.evaluator, after.last, strict=True)):
             if blob is not None:
                 outcome = self.runs.load(blob).output()
-                if outcome.kind == "value":
+                if outcome.kind in EMITTED:
                     rows.append(k)
                     times.append(json.loads(last))
                     values.append(outcome)
         at = np.array(times, dtype=np.int64).reshape(-1, 2)
         return self._frame(after.key[rows], at[:, 0], at[:, 1], [value_of(o) for o in values],
-                           [json.dumps(o.value, default=str) for o in values])
+                           [json_of(o) for o in values])
 
     def _rows(self, keys: Keys) -> pd.DataFrame:
         """State rows of ``keys``."""

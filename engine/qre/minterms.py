@@ -12,19 +12,21 @@ makes the strong-typing checks reject more queries, never accept a wrong one.
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 from typing import Any
 
 from ..expr.parser import render
+from .errors import QREError
 from .expr import run
-from .ops import Pred
+from .ops import EVALUATION_ERRORS, Pred
 
 Formula = tuple[Any, ...]  # ("const", b) | ("lit", i) | ("not", f) | ("and"/"or", f, g)
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 MAX_COMBINATIONS = 1 << 14
 
 
-class TooComplex(Exception):
+class TooComplex(QREError):
     """Raised when the predicates have too many combinations to enumerate."""
 
 
@@ -57,7 +59,10 @@ class _Literals:
     def _comparison(self, tree: tuple[Any, ...]) -> Formula:
         op, left, right = tree[1], tree[2], tree[3]
         if left[0] == "const" and right[0] == "const":
-            return ("const", bool(run(tree, None, ())))
+            try:
+                return ("const", bool(run(tree, None, ())))
+            except EVALUATION_ERRORS:  # fails on every item: decided at run time
+                return self.add((render(tree),))
         if left[0] == "const":
             op, left, right = _FLIP[op], right, left
         if right[0] != "const":
@@ -70,7 +75,8 @@ class _Literals:
 
 
 def _num(value: Any) -> bool:
-    return isinstance(value, int | float | Fraction)
+    """A number the interval sampling can use (finite: infinities and NaN are not)."""
+    return isinstance(value, int | Fraction) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _holds(op: str, a: Any, b: Any) -> bool:
@@ -81,7 +87,7 @@ def _group_vectors(lits: list[tuple[Any, ...]], domain: tuple[Any, ...] | None
                    ) -> set[tuple[bool, ...]] | None:
     """Realizable truth vectors of literals on one term, or None if it cannot be decided."""
     consts = [lit[2] for lit in lits]
-    if all(_num(c) for c in consts):
+    if all(_num(c) for c in (*consts, *(domain or ()))):
         cuts = sorted(set(consts) | set(domain or ()))
         points = [cuts[0] - 1, cuts[-1] + 1, *cuts]
         points += [Fraction(a + b) / 2 for a, b in itertools.pairwise(cuts)]

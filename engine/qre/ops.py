@@ -14,9 +14,13 @@ from typing import Any
 
 from ..expr.lexer import TokenStream, tokenize
 from ..expr.values import UNIT
-from .errors import QRESyntaxError, QRETypeError
+from .errors import EvaluationError, QRESyntaxError, QRETypeError
 from .expr import Expr, lambda_body, parse_item_expr
 from .types import ANY, BOOL, NUM, UNIT_T, Type, join, show
+from .values import Failure
+
+#: What a failing predicate or operation raises (anything else is a bug and propagates).
+EVALUATION_ERRORS = (ArithmeticError, TypeError, ValueError, IndexError)
 
 _callable_ids: dict[int, tuple[object, int]] = {}
 _counter = itertools.count()
@@ -38,7 +42,13 @@ class Pred:
     fields: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __call__(self, item: Any) -> bool:
-        return bool(self.fn(item))
+        """Whether ``item`` satisfies the predicate; :class:`EvaluationError` if it cannot be
+        evaluated on it."""
+        try:
+            return bool(self.fn(item))
+        except EVALUATION_ERRORS as exc:
+            raise EvaluationError(f"the predicate {self.key!r} cannot be evaluated: "
+                                  f"{type(exc).__name__}: {exc}") from None
 
     @property
     def expr(self) -> Expr | None:
@@ -146,7 +156,14 @@ class Op:
     fields: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __call__(self, *args: Any) -> Any:
-        return self.fn(*self.bound, *args)
+        """The result; a :class:`Failure` if an argument is one or the operation raises."""
+        for arg in (*self.bound, *args):
+            if isinstance(arg, Failure):
+                return arg
+        try:
+            return self.fn(*self.bound, *args)
+        except EVALUATION_ERRORS as exc:
+            return Failure(f"the operation {str(self)!r} failed: {type(exc).__name__}: {exc}")
 
     def partial(self, value: Any) -> Op:
         """``(op value)``: fix the first remaining argument."""

@@ -98,7 +98,7 @@ def reference_poly(query: Term, items: list[Any]) -> list[Outcome]:
         if value is MANY:
             out.append(AMBIGUOUS)
         else:
-            out.append(Outcome("value", value[0]) if value else NONE)
+            out.append(Outcome.single(value[0]) if value else NONE)
     return out
 
 

@@ -3,9 +3,10 @@
 A state is its shape number (an unsigned varint) followed by each register as a typed value:
 ``u`` unit, ``T``/``F`` bools, ``i`` then a zigzag varint int, ``f`` then 8 little-endian bytes
 of a double, ``s`` then a varint length and UTF-8 bytes, ``t`` then a varint length and the
-tuple's items. Equal states give equal bytes. The compiled interpreter (``compiled.Automaton``)
-reads and writes it one value at a time; the numba kernel (``kernel_states``) whole columns of
-states at once with the array functions at the end of this module.
+tuple's items, ``x`` then a varint length and the UTF-8 reason of a ``Failure``. Equal states
+give equal bytes. The compiled interpreter (``compiled.Automaton``) reads and writes it one value
+at a time; the numba kernel (``kernel_states``) whole columns of states at once with the array
+functions at the end of this module.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..expr.values import UNIT
 from .errors import QREError
+from .values import Failure
 
 #: Width of an encoded float (its tag and 8 bytes) and the longest encoded int64.
 FLOAT_WIDTH = 9
@@ -56,9 +58,9 @@ def pack(value: Any, out: bytearray) -> None:
         write_varint(out, 2 * value if value >= 0 else -2 * value - 1)
     elif isinstance(value, float):
         out += b"f" + struct.pack("<d", value)
-    elif isinstance(value, str):
-        data = value.encode()
-        out += b"s"
+    elif isinstance(value, str | Failure):
+        data = (value if isinstance(value, str) else value.reason).encode()
+        out += b"s" if isinstance(value, str) else b"x"
         write_varint(out, len(data))
         out += data
     elif isinstance(value, tuple):
@@ -84,6 +86,8 @@ def unpack(data: bytes, pos: int) -> tuple[Any, int]:
         return (n >> 1) if not n & 1 else -((n + 1) >> 1), pos
     if tag == b"s":
         return data[pos:pos + n].decode(), pos + n
+    if tag == b"x":
+        return Failure(data[pos:pos + n].decode()), pos + n
     if tag != b"t":
         raise QREError(f"corrupt state: unknown value tag {tag!r}")
     items = []

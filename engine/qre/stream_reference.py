@@ -1,16 +1,16 @@
 """The reference a keyed QRE operator's replay is checked against: per key, the arrival-order
-rejection and lateness rules, then a naive evaluator over the on-time events."""
+rejection (a missing field, or an event the query cannot evaluate: ``item_checks``) and
+lateness rules, then a naive evaluator over the on-time events."""
 
 from __future__ import annotations
-
-import json
 
 import pandas as pd
 
 from ..operator import SEQ, TIME
-from .dispatch import value_of
+from .dispatch import EMITTED, json_of, value_of
 from .evaluator import evaluate
 from .events import items_of, rejection
+from .item_checks import ItemCheck
 from .query_spec import QreSpec
 from .reference import reference_poly
 from .text import parse
@@ -19,7 +19,7 @@ from .values import Outcome
 
 def _row(key_column: str, key: object, t: int, seq: int, outcome: Outcome) -> dict:
     return {key_column: key, "event_time": t, "arrival_seq": seq, "value": value_of(outcome),
-            "value_json": json.dumps(outcome.value, default=str)}
+            "value_json": json_of(outcome)}
 
 
 #: Keys with at most this many on-time events are checked with the polynomial reference (about
@@ -35,6 +35,7 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec
     derivative evaluator from scratch; projected by the output mode. Returns (output, late
     arrival seqs, rejected arrival seqs)."""
     term = parse(spec.text)
+    checks = ItemCheck(term, spec.column_types())
     items = items_of(events, spec)
     rows, late, rejected = [], [], []
     by_key: dict[object, list] = {}
@@ -45,7 +46,7 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec
         evs.sort()
         on_time, max_t = [], None
         for seq, t, item in evs:
-            if rejection(term.fields, item):
+            if rejection(term.fields, item) or checks.problem(item, everything=True):
                 rejected.append(seq)
                 continue
             if max_t is not None and t < max_t - spec.lateness_us:
@@ -57,13 +58,13 @@ def qre_reference(events: pd.DataFrame, spec: QreSpec
         naive = reference_poly if len(on_time) <= POLY_REFERENCE_LIMIT else evaluate
         outcomes = naive(term, [e[2] for e in on_time])[1:]
         if spec.output == "final":
-            if on_time and outcomes[-1].kind == "value":
+            if on_time and outcomes[-1].kind in EMITTED:
                 t, seq, _ = on_time[-1]
                 rows.append(_row(spec.key, key, t, seq, outcomes[-1]))
             continue
         previous = None
         for (t, seq, _), outcome in zip(on_time, outcomes, strict=True):
-            if outcome.kind != "value":
+            if outcome.kind not in EMITTED:
                 continue
             row = _row(spec.key, key, t, seq, outcome)
             if spec.output == "changes" and row["value_json"] == previous:

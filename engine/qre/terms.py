@@ -1,9 +1,10 @@
 """QRE terms (the eight core constructs) with cached E, rate key, size and fields.
 
 Terms are immutable. Each node caches, at construction, ``outs`` = E(node) (the multiset of
-outputs on the empty stream, as a tuple), ``rate`` (an interned structural key of its rate
-that ignores values and ops but keeps predicate identity), ``size`` and the item ``fields``
-read anywhere below it. These constructors do no checking: see ``build`` for the public API.
+outputs on the empty stream, as a tuple; an operation that fails gives a ``Failure`` value, it
+never raises), ``rate`` (an interned structural key of its rate that ignores values and ops but
+keeps predicate identity), ``size``, ``depth`` and the item ``fields`` read anywhere below it.
+These constructors do no checking: see ``build`` for the public API.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ EPS_RATE = intern_rate(("eps",))
 class Term:
     """Base class of QRE terms."""
 
-    __slots__ = ("fields", "outs", "rate", "size", "type")
+    __slots__ = ("depth", "fields", "outs", "rate", "size", "type")
     outs: tuple[Any, ...]
     rate: int
     size: int
+    depth: int
     fields: frozenset[str]
     type: Type | None
 
@@ -71,6 +73,7 @@ class Bottom(Term):
 
     def __init__(self) -> None:
         self.outs, self.rate, self.size, self.fields, self.type = (), BOT_RATE, 1, frozenset(), None
+        self.depth = 1
 
     def _rate(self) -> int:
         return BOT_RATE
@@ -86,7 +89,7 @@ class Eps(Term):
 
     def __init__(self, value: Any):
         self.value = value
-        self.outs, self.rate, self.size = (value,), EPS_RATE, 1
+        self.outs, self.rate, self.size, self.depth = (value,), EPS_RATE, 1, 1
         self.fields, self.type = frozenset(), None
 
     def _rate(self) -> int:
@@ -103,7 +106,7 @@ class Atom(Term):
 
     def __init__(self, pred: Pred, op: Op):
         self.pred, self.op = pred, op
-        self.outs, self.size, self.type = (), 2, None
+        self.outs, self.size, self.type, self.depth = (), 2, None, 1
         self.rate = self._rate()
         self.fields = pred.fields | op.fields
 
@@ -124,6 +127,7 @@ class Choice(Term):
         self.outs = left.outs + right.outs
         self.rate = self._rate()
         self.size = 1 + left.size + right.size
+        self.depth = 1 + max(left.depth, right.depth)
         self.fields, self.type = left.fields | right.fields, None
 
     def _rate(self) -> int:
@@ -149,6 +153,7 @@ class _Binary(Term):
         self.outs = tuple(op(a, b) for a in left.outs for b in right.outs)
         self.rate = self._rate()
         self.size = 1 + left.size + right.size
+        self.depth = 1 + max(left.depth, right.depth)
         self.fields, self.type = left.fields | right.fields | op.fields, None
 
     def _rate(self) -> int:
@@ -178,6 +183,7 @@ class Iter(Term):
         self.outs = init.outs
         self.rate = self._rate()
         self.size = 1 + init.size + body.size
+        self.depth = 1 + max(init.depth, body.depth)
         self.fields, self.type = init.fields | body.fields | op.fields, None
 
     def _rate(self) -> int:
@@ -198,7 +204,7 @@ class Apply(Term):
     def __init__(self, sub: Term, op: Op):
         self.sub, self.op = sub, op
         self.outs = tuple(op(a) for a in sub.outs)
-        self.rate, self.size = sub.rate, 1 + sub.size
+        self.rate, self.size, self.depth = sub.rate, 1 + sub.size, 1 + sub.depth
         self.fields, self.type = sub.fields | op.fields, None
 
     def _rate(self) -> int:

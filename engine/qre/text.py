@@ -1,4 +1,9 @@
-"""Parser of the textual query syntax (grammar in README.md)."""
+"""Parser of the textual query syntax (grammar in README.md).
+
+Queries nest at most :data:`MAX_NESTING` levels in the text (the whole query is the first; each
+parenthesis, form argument and ``let`` body adds one); deeper text is a syntax error, never a
+Python recursion error.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,18 @@ from collections.abc import Callable
 from ..expr.lexer import Token, TokenStream, tokenize
 from . import build, sugar
 from .errors import QRESyntaxError, QRETypeError
-from .expr import item_expr
-from .ops import NAMED, Op, item_op_from_expr, op_from_stream, pred_from_expr
+from .expr import Expr, item_expr
+from .ops import (
+    EVALUATION_ERRORS,
+    NAMED,
+    Op,
+    item_op_from_expr,
+    op_from_stream,
+    pred_from_expr,
+)
 from .terms import Term
 
+MAX_NESTING = 50
 _KEYWORDS = frozenset({"let", "in", "bottom", "eps", "atom", "split", "iter", "apply", "combine",
                        "any", "count", "sum", "avg", "plus", "last"})
 
@@ -25,6 +38,7 @@ class _Parser:
         self.s = TokenStream(tokens, QRESyntaxError)
         self.queries: dict[str, Term] = {}
         self.ops: dict[str, Op] = {}
+        self.nesting = 0
 
     def program(self) -> Term:
         query = self.query()
@@ -33,6 +47,15 @@ class _Parser:
         return query
 
     def query(self) -> Term:
+        if self.nesting == MAX_NESTING:
+            self.s.fail_at(f"the query nests more than {MAX_NESTING} levels", self.s.peek())
+        self.nesting += 1
+        try:
+            return self._query()
+        finally:
+            self.nesting -= 1
+
+    def _query(self) -> Term:
         if self.s.at("let"):
             return self._let()
         tok = self.s.peek()
@@ -126,8 +149,23 @@ class _Parser:
         if kind == "value":
             if expr.fields:
                 self.s.fail("eps takes a constant, not an expression over item fields", tok)
-            return expr({})
+            return self._constant(expr, tok)
         return item_op_from_expr(expr)
+
+    @staticmethod
+    def _constant(expr: Expr, tok: Token) -> object:
+        """The value of the constant expression ``expr`` of an ``eps`` (starting at ``tok``)."""
+        where = f"line {tok.line}, column {tok.column}"
+        try:
+            expr.result_type()
+        except QRETypeError as err:
+            raise QRETypeError(f"{where}: {err}") from None
+        try:
+            return expr({})
+        except EVALUATION_ERRORS as exc:
+            raise QRETypeError(f"{where}: the constant {expr.text()!r} of eps cannot be "
+                               f"computed: {type(exc).__name__}: {exc}") from None
+
 
 _FORMS: dict[str, tuple[tuple[str, ...], Callable[..., Term]]] = {
     "eps": (("value",), build.eps),

@@ -21,6 +21,12 @@ QUERIES = {
     "count_high": "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)",
     # not strongly typed (overlapping predicates): derivative path, ambiguity possible
     "ambiguous_runs": "iter(eps(0), atom(v > 20, v) | atom(v > 60, 1), +)",
+    # events the query cannot evaluate (v == 30: the predicates; v == 60 or v < 30 with
+    # v % 7 == 0: the atom's value) are quarantined by the operator and the reference alike
+    "failing_atoms": "iter(eps(0), atom(10 // (v - 30) >= 0, 1000 // (v - 60)) | "
+                     "atom(10 // (v - 30) < 0, 100 // (v % 7)), +)",
+    # a fold that fails (x % 10 == 5) keeps a Failure in the state: later outputs are error rows
+    "sticky_failure": "iter(eps(0), atom(true, v), (a, x) -> a + 100 // (x % 10 - 5))",
 }
 
 
