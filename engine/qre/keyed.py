@@ -32,8 +32,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
+from ..lateness import late_reasons, late_split
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
-from ..ordering import END_OF_INPUT, NO_TIME, max_before, order_by_code
+from ..ordering import END_OF_INPUT, NO_TIME, order_by_code
 from .dispatch import EMITTED, Released, RunEvaluator, json_of, value_of
 from .events import (
     Events,
@@ -75,33 +76,6 @@ class Keys:
             getattr(found, name)[at[mine]] = rows[name].to_numpy()
         return found, state[~mine]
 
-
-
-@dataclass(frozen=True)
-class LateSplit:
-    """Which events of a batch are late, and the keys' max event time after it."""
-
-    late: np.ndarray  # bool per event
-    max_t: np.ndarray  # int64 per key
-    reasons: np.ndarray  # object per event: why a late event is late (None for the others)
-
-
-def split_late(code: np.ndarray, t: np.ndarray, rejected: np.ndarray, prior_max_t: np.ndarray,
-               lateness: int) -> LateSplit:
-    """The lateness rule over a batch sorted by (key number ``code``, arrival): an event is late
-    when its event time ``t`` is below its key's watermark, the max event time seen before it in
-    arrival order (from ``prior_max_t``, per key) minus ``lateness``. Rejected events do not
-    count; late ones do, as they are below the max and change no max."""
-    before, running = max_before(code, np.where(rejected, NO_TIME, t), prior_max_t)
-    late = ~rejected & (before != NO_TIME) & (t < before - lateness)
-    max_t = np.maximum(prior_max_t, running[np.diff(code, append=len(prior_max_t)) != 0])
-    reasons = np.full(len(t), None, dtype=object)
-    at = np.flatnonzero(late)
-    reasons[at] = [
-        f"event time {ti} us is below the key's watermark {bi - lateness} us (max event "
-        f"time {bi} us minus lateness {lateness} us)"
-        for ti, bi in zip(t[at].tolist(), before[at].tolist(), strict=True)]
-    return LateSplit(late, max_t, reasons)
 
 
 class QreOperator(KeyedOperator):
@@ -240,8 +214,8 @@ class QreOperator(KeyedOperator):
         kind, payload, missing = self._read(batch, order, others)
         reason = self._rejections(batch, order, missing)
         bad = pd.notna(reason)
-        split = split_late(code, t, bad, prior.max_t, lateness)
-        late, max_t = split.late, split.max_t
+        split = late_split(code, t, prior.max_t, lateness, skip=bad)
+        late, max_t = split.late, split.after
         on_time = ~bad & ~late
         arrived = Events(code[on_time], t[on_time], seq[on_time], kind[on_time],
                          payload[on_time], others)
@@ -253,7 +227,7 @@ class QreOperator(KeyedOperator):
         late_rows = np.flatnonzero(late)
         late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
         late_frame = batch.iloc[order[late_rows]].copy()
-        late_frame[REASON] = split.reasons[late_rows].tolist()
+        late_frame[REASON] = late_reasons(t[late_rows], split.before[late_rows], lateness)
         bad_rows = np.flatnonzero(bad)
         bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
         rejected = batch.iloc[order[bad_rows]].copy()

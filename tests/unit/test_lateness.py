@@ -67,3 +67,21 @@ def test_split_batch_returns_late_rows_by_arrival_and_on_time_rows_by_key():
     assert out.marks.before.tolist() == [NO_TIME, 100]
     assert out.marks.after.tolist() == [60, 120]
     assert out.marks.watermark(20).tolist() == [40, 100]
+
+
+def test_a_qre_late_event_has_the_same_reason_text_as_a_window_late_event():
+    from engine.catalog import parse_query, parse_recording
+    from engine.qre.keyed import QreOperator
+    from engine.qre.query_spec import parse_qre_query
+
+    rec = parse_recording({"name": "v", "key": "k", "time": "ts",
+                           "columns": {"k": "string", "ts": "timestamp", "x": "int"}})
+    query = parse_query({"name": "q", "kind": "qre", "input": "v", "lateness": "10s",
+                         "query": "iter(eps(0), atom(true, x), +)"}, {"v": rec}, source="q.yaml")
+    op = QreOperator(parse_qre_query(query, rec))
+    batch = pd.DataFrame({"k": ["a", "a"], TIME: [15_000_000, 0], SEQ: [0, 1], "x": [1, 2]})
+    late = op.step(op.init(), batch).late
+    assert late[REASON].tolist() == [
+        "event time 1970-01-01T00:00:00.000000Z is below the key's watermark "
+        "1970-01-01T00:00:05.000000Z (max event time seen 1970-01-01T00:00:15.000000Z minus "
+        "lateness 10s)"]
