@@ -13,7 +13,7 @@ from typing import Any
 
 from ..expr.functions import QRE_FUNCTIONS, arities
 from ..expr.lexer import TokenStream, tokenize
-from ..expr.parser import ExprParser, Tree, render
+from ..expr.parser import ExprParser, Tree, fields_of, render
 from .errors import MissingFieldError, QRESyntaxError, QRETypeError
 from .types import ANY, BOOL, NUM, Type, join, show, type_of
 
@@ -55,16 +55,6 @@ def run(tree: Tree, env: Any, args: tuple[Any, ...]) -> Any:
     if tag == "index":
         return run(tree[1], env, args)[tree[2]]
     raise AssertionError(f"unknown expression node {tag}")
-
-
-def fields_of(tree: Tree) -> frozenset[str]:
-    """Item fields read by ``tree``."""
-    if tree[0] == "field":
-        return frozenset([tree[1]])
-    if tree[0] in ("const", "param"):
-        return frozenset()
-    subtrees = (c for c in tree[1:] if isinstance(c, tuple))  # skip operator names and indices
-    return frozenset().union(*(fields_of(c) for c in subtrees))
 
 
 def infer(tree: Tree, params: tuple[Type, ...] = (), names: tuple[str, ...] = (),
