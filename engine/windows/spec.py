@@ -3,6 +3,7 @@ the emission mode (the syntax is documented in ``engine/windows/README.md``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     "median": (("column",), NUMERIC), "percentile": (("column", "fraction"), NUMERIC),
 }
 AGGREGATES = tuple(SIGNATURES)
-_QUERY_FIELDS = ("window", "aggregates", "emit", "udafs")
+_QUERY_FIELDS = ("window", "aggregates", "emit", "udafs", "having")
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALL = re.compile(rf"^\s*({_IDENT})\s*\((.*)\)\s*$", re.DOTALL)
 
@@ -70,6 +71,9 @@ class WindowSpec:
     every_events: int = 0  # count: events between emissions
     udafs: tuple[Udaf, ...] = ()
     emit: str = "close"  # close | updates (early rows for open windows, column ``final``)
+    #: ``having``: a predicate over the aggregates' output names; only rows passing it are
+    #: emitted (an :class:`engine.predicate.Pred`), or None.
+    having: Any = None
 
     def __post_init__(self) -> None:
         if self.kind not in SHAPE:
@@ -119,6 +123,11 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     common = {"key": key, "lateness_us": query.lateness_us, "aggregates": aggregates,
               "value_types": value_types, "key_type": recording.columns[key],
               "kind": window["type"], "udafs": udafs, "emit": emit}
+    return _having(src, body.get("having"), _shaped(src, window, common))
+
+
+def _shaped(src: str, window: dict, common: dict[str, Any]) -> WindowSpec:
+    """The spec of the window shape ``window`` (its fields checked) with ``common`` fields."""
     if window["type"] == "count":
         size, every = window.get("size"), window.get("every", window.get("size"))
         for name, value in (("size", size), ("every", every)):
@@ -141,6 +150,25 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
             raise CatalogError(src, "query.window.slide",
                                f"must be positive and at most the size ({size} us), got {slide}")
     return _checked(src, WindowSpec(size_us=size, slide_us=slide, **common))
+
+
+def _having(src: str, text: Any, spec: WindowSpec) -> WindowSpec:
+    """``spec`` with the ``query.having`` predicate over its aggregates' output names."""
+    if text is None:
+        return spec
+    from ..predicate import PredicateError, parse_predicate
+    from .aggregates import Plan  # imports this module
+    from .having import CATALOG_TYPES
+
+    if not isinstance(text, str) or not text.strip():
+        raise CatalogError(src, "query.having", "expected a SQL condition over the aggregates "
+                           f"such as 'readings >= 10', got {text!r}")
+    outputs = {f.name: CATALOG_TYPES[f.type] for f in Plan(spec).output_fields()
+               if f.type in CATALOG_TYPES}
+    try:
+        return dataclasses.replace(spec, having=parse_predicate(text, outputs))
+    except PredicateError as exc:
+        raise CatalogError(src, "query.having", str(exc)) from exc
 
 
 def _checked(src: str, spec: WindowSpec) -> WindowSpec:
