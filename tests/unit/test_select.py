@@ -3,6 +3,8 @@ under any batch plan, SQL null semantics, and where's errors naming file and fie
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,7 +46,7 @@ def events(n: int = 40, seed: int = 1) -> pd.DataFrame:
 
 def batches(frame: pd.DataFrame, cuts: list[int]) -> list[pd.DataFrame]:
     bounds = [0, *cuts, len(frame)]
-    return [frame.iloc[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [frame.iloc[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def replayed(query, frame: pd.DataFrame, cuts: list[int]) -> pd.DataFrame:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -39,8 +41,7 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 def run(query, events: pd.DataFrame, cuts: list[int]) -> tuple[list[tuple], list[int]]:
     op = operator_for(query, RECORDINGS)
     bounds = [0, *cuts, len(events)]
-    out, late, _, _ = run_batches(op, [events.iloc[a:b] for a, b in zip(bounds, bounds[1:],
-                                                                         strict=False)])
+    out, late, _, _ = run_batches(op, [events.iloc[a:b] for a, b in itertools.pairwise(bounds)])
     rows = sorted(tuple(None if pd.isna(v) else v for v in r)
                   for r in out.drop(columns=["final"], errors="ignore")
                   .itertuples(index=False))
