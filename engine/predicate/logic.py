@@ -144,7 +144,7 @@ def disjoin(*operands: Pred) -> Pred:
 def implies(p: Pred, q: Pred) -> bool:
     """Sound: True only if every row that passes ``p`` passes ``q`` (False when unsure). Exact
     when ``p`` and ``q`` are conjunctions of single-column atoms."""
-    if p == FALSE or q == TRUE or p == q:
+    if p in (FALSE, q) or q == TRUE:
         return True
     if p == TRUE or q == FALSE:
         return False

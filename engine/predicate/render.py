@@ -50,7 +50,8 @@ def _range_sql(col: str, ctype: str, iv: V.Interval) -> str:
         return f"{col} {'>=' if iv.lo_closed else '>'} {lo}"
     if iv.lo_closed and iv.hi_closed:
         return f"{col} BETWEEN {lo} AND {hi}"
-    return f"{col} {'>=' if iv.lo_closed else '>'} {lo} AND {col} {'<=' if iv.hi_closed else '<'} {hi}"
+    above = f"{col} {'>=' if iv.lo_closed else '>'} {lo}"
+    return f"{above} AND {col} {'<=' if iv.hi_closed else '<'} {hi}"
 
 
 def _points_sql(col: str, ctype: str, points: list[Any], negated: bool) -> str:
