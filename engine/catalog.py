@@ -16,6 +16,7 @@ import sqlglot.errors
 import yaml
 
 from .errors import RepriseError
+from .predicate import Pred, PredicateError, parse_predicate
 
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -283,12 +284,10 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
                      derived=derived, where=where, source=source, raw=doc)
 
 
-def _where(value: Any, source: str, columns: dict[str, str]) -> Any:
+def _where(value: Any, source: str, columns: dict[str, str]) -> Pred | None:
     """``where:``: a SQL row predicate over ``columns`` (name -> catalog type), or None."""
     if value is None:
         return None
-    from .predicate import PredicateError, parse_predicate
-
     if not isinstance(value, str) or not value.strip():
         raise CatalogError(source, "where", "expected a SQL condition such as 'spo2 < 90', got "
                            f"{value!r}")

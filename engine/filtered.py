@@ -8,15 +8,11 @@ neither move a watermark nor count as late or quarantined, so a run counts them 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
 from .operator import KeyedOperator, StepResult
-
-if TYPE_CHECKING:
-    from .predicate import Pred
+from .predicate import Pred
 
 
 class WrappedOperator(KeyedOperator):

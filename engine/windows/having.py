@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 import pyarrow as pa
 
 from ..filtered import WrappedOperator, passing
 from ..operator import KeyedOperator, StepResult
-
-if TYPE_CHECKING:
-    from ..predicate import Pred
+from ..predicate import Pred
 
 #: Arrow types of aggregate outputs -> the catalog types a predicate compares them as.
 CATALOG_TYPES = {pa.int64(): "int", pa.float64(): "double", pa.string(): "string",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
+from ..predicate import Pred, PredicateError, parse_predicate
 from .udaf import Udaf, UdafError, parse_udaf
 
 #: Window kind -> the shape fields of :class:`WindowSpec` it sets.
@@ -72,8 +73,8 @@ class WindowSpec:
     udafs: tuple[Udaf, ...] = ()
     emit: str = "close"  # close | updates (early rows for open windows, column ``final``)
     #: ``having``: a predicate over the aggregates' output names; only rows passing it are
-    #: emitted (an :class:`engine.predicate.Pred`), or None.
-    having: Any = None
+    #: emitted, or None.
+    having: Pred | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in SHAPE:
@@ -156,7 +157,6 @@ def _having(src: str, text: Any, spec: WindowSpec) -> WindowSpec:
     """``spec`` with the ``query.having`` predicate over its aggregates' output names."""
     if text is None:
         return spec
-    from ..predicate import PredicateError, parse_predicate
     from .aggregates import Plan  # imports this module
     from .having import CATALOG_TYPES
 
