@@ -4,16 +4,20 @@ under any batch plan, SQL null semantics, and where's errors naming file and fie
 from __future__ import annotations
 
 import itertools
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from engine.catalog import CatalogError, parse_query, parse_recording
 from engine.filtered import FilteredOperator
 from engine.operator import SEQ, TIME, run_batches
 from engine.registry import family_of, operator_for, reference_for
 from engine.select import SelectOperator
+from jobs.cli import app
 
 VITALS = parse_recording({"name": "vitals", "key": "patient_id", "time": "ts",
                           "columns": {"patient_id": "string", "ts": "timestamp",
@@ -158,3 +162,16 @@ def test_where_may_read_derived_columns_and_is_refused_on_multi_input_queries():
            "query": "SELECT v.spo2 FROM v"}
     with pytest.raises(CatalogError, match=r"j\.yaml: field 'where': a spj query reads several"):
         parse_query(spj, RECORDINGS, "j.yaml")
+
+
+def test_the_cli_reports_a_bad_where_as_one_line_naming_file_and_field(tmp_path):
+    catalog = tmp_path / "schemas"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "schemas", catalog)
+    path = catalog / "queries" / "vitals_low_spo2.yaml"
+    path.write_text(path.read_text().replace("where: spo2 < 90", "where: oxygen < 90"))
+    result = CliRunner().invoke(app, ["analyze", "--query", "vitals_low_spo2", "--catalog",
+                                      str(catalog)])
+    assert result.exit_code == 1
+    line = result.output.strip()
+    assert "\n" not in line and line.startswith("error: ")
+    assert f"{path}: field 'where': unknown column 'oxygen'" in line
