@@ -48,6 +48,10 @@ def test_run_context_of_every_catalog_query(name):
     read = ctx.family.columns_read(query, CATALOG.recordings)
     assert set(read) <= set(ctx.recording.columns) and len(set(read)) == len(read)
     assert ctx.key in read and ctx.time_column in read
+    run = ctx.family.run_columns(query, CATALOG.recordings)  # with where's columns
+    assert set(read) <= set(run) <= set(ctx.recording.columns)
+    if query.where is not None:
+        assert query.where.columns <= set(run)
     if ctx.merged:  # several recordings merged into one input, every column kept
         assert len(query.inputs) >= 1 and set(read) == set(ctx.recording.columns)
     else:

@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.catalog import GLOBAL_KEY, GLOBAL_VALUE, CatalogError, parse_query, parse_recording
+from engine.catalog import (
+    GLOBAL_KEY,
+    GLOBAL_VALUE,
+    CatalogError,
+    parse_query,
+    parse_recording,
+    reads_history,
+)
 from engine.operator import SEQ, TIME, run_batches
 from engine.registry import family_of, input_recording, operator_for, reference_for
 from engine.windows.having import HavingOperator
@@ -137,3 +144,10 @@ def test_key_none_is_one_group_for_the_whole_recording():
 def test_key_none_may_not_clash_with_a_derived_column():
     with pytest.raises(CatalogError, match=rf"w\.yaml: field 'derive\.{GLOBAL_KEY}'"):
         window(key="none", derive={GLOBAL_KEY: {"sql": "'x'", "type": "string"}})
+
+
+def test_only_window_expressions_make_the_runner_read_the_whole_input():
+    assert not reads_history({GLOBAL_KEY: (f"'{GLOBAL_VALUE}'", "string")})
+    assert not reads_history({"day": ("date_format(ts, 'yyyy-MM-dd')", "string")})
+    assert reads_history({"day": ("date_format(ts, 'yyyy-MM-dd')", "string"),
+                          "dv": ("v - lag(v) over (partition by k order by __seq)", "int")})
