@@ -151,3 +151,9 @@ def test_only_window_expressions_make_the_runner_read_the_whole_input():
     assert not reads_history({"day": ("date_format(ts, 'yyyy-MM-dd')", "string")})
     assert reads_history({"day": ("date_format(ts, 'yyyy-MM-dd')", "string"),
                           "dv": ("v - lag(v) over (partition by k order by __seq)", "int")})
+
+
+def test_a_where_on_the_key_makes_the_runner_hand_key_values_not_codes():
+    assert operator_for(window(), RECORDINGS).codes_keys
+    assert operator_for(window(where="v < 3"), RECORDINGS).codes_keys
+    assert not operator_for(window(where="k = 'a' OR v < 3"), RECORDINGS).codes_keys
