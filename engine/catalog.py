@@ -115,8 +115,8 @@ class QuerySpec:
     #: Derived input columns: name -> (Spark SQL expression, column type); see :func:`_derived`.
     derived: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: ``where:``: the row predicate over the input's columns (derived ones included) that an
-    #: event must pass to reach the operator (an :class:`engine.predicate.Predicate`), or None.
-    where: Any = None
+    #: event must pass to reach the operator, or None.
+    where: Pred | None = None
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

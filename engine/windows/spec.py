@@ -10,6 +10,7 @@ from typing import Any
 
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
 from ..predicate import Pred, PredicateError, parse_predicate
+from .having import CATALOG_TYPES
 from .udaf import Udaf, UdafError, parse_udaf
 
 #: Window kind -> the shape fields of :class:`WindowSpec` it sets.
@@ -158,7 +159,6 @@ def _having(src: str, text: Any, spec: WindowSpec) -> WindowSpec:
     if text is None:
         return spec
     from .aggregates import Plan  # imports this module
-    from .having import CATALOG_TYPES
 
     if not isinstance(text, str) or not text.strip():
         raise CatalogError(src, "query.having", "expected a SQL condition over the aggregates "
