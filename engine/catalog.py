@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import sqlglot
 import yaml
 
 from .derive_sql import expression_problem
 from .errors import RepriseError
+from .predicate import Pred, PredicateError, parse_predicate
 
 COLUMN_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -28,6 +30,9 @@ _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 _DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|m|h|d)\s*$")
 _UNIT_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000,
             "d": 86_400_000_000}
+#: ``key: none``: one group for the whole recording, keyed by this constant derived column.
+GLOBAL_KEY = "__global"
+GLOBAL_VALUE = "all"
 
 
 class CatalogError(RepriseError):
@@ -109,6 +114,9 @@ class QuerySpec:
     expectations: list[Any] = field(default_factory=list)
     #: Derived input columns: name -> (Spark SQL expression, column type); see :func:`_derived`.
     derived: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: ``where:``: the row predicate over the input's columns (derived ones included) that an
+    #: event must pass to reach the operator, or None.
+    where: Pred | None = None
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -211,7 +219,7 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
 
 
 _QUERY_FIELDS = {"name", "kind", "input", "inputs", "key", "time", "lateness", "batch", "query",
-                 "output", "expectations", "description", "allow_unbounded", "derive"}
+                 "output", "expectations", "description", "allow_unbounded", "derive", "where"}
 
 
 def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
@@ -242,12 +250,16 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         if rec not in recordings:
             known = ", ".join(sorted(recordings)) or "none"
             raise CatalogError(source, fieldname, f"unknown recording {rec!r} (known: {known})")
-    key = time = None
+    key = time = where = None
     derived = _derived(doc.get("derive"), source, single,
                        recordings[next(iter(inputs.values()))])
     if single:
         rec = recordings[inputs["input"]]
         key = doc.get("key", rec.key)
+        if key == "none":  # one group: a constant key column
+            if GLOBAL_KEY in derived:
+                raise CatalogError(source, f"derive.{GLOBAL_KEY}", "is reserved for key: none")
+            key, derived = GLOBAL_KEY, {**derived, GLOBAL_KEY: (f"'{GLOBAL_VALUE}'", "string")}
         time = doc.get("time", rec.time)
         for fieldname, value in (("key", key), ("time", time)):
             if not isinstance(value, str):
@@ -258,6 +270,11 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         if time not in rec.columns or rec.columns[time] != "timestamp":
             raise CatalogError(source, "time",
                                f"column {time!r} is not a timestamp column of {rec.name!r}")
+        where = _where(doc.get("where"), source,
+                       {**rec.columns, **{n: t for n, (_, t) in derived.items()}})
+    elif "where" in doc:
+        raise CatalogError(source, "where", f"a {kind} query reads several recordings: put the "
+                           "row condition in its SQL")
     lateness = parse_duration_us(doc.get("lateness", 0), source=source, fieldname="lateness")
     if "query" not in doc:
         raise CatalogError(source, "query", "is required")
@@ -267,7 +284,20 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     return QuerySpec(name=name, kind=kind, inputs=dict(inputs), key=key, time=time,
                      lateness_us=lateness, batch=_parse_batch(doc.get("batch"), source),
                      query=doc["query"], output=doc.get("output"), expectations=expectations,
-                     derived=derived, source=source, raw=doc)
+                     derived=derived, where=where, source=source, raw=doc)
+
+
+def _where(value: Any, source: str, columns: dict[str, str]) -> Pred | None:
+    """``where:``: a SQL row predicate over ``columns`` (name -> catalog type), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogError(source, "where", "expected a SQL condition such as 'spo2 < 90', got "
+                           f"{value!r}")
+    try:
+        return parse_predicate(value, columns)
+    except PredicateError as exc:
+        raise CatalogError(source, "where", str(exc)) from exc
 
 
 def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
@@ -295,6 +325,14 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
             raise CatalogError(source, f"{where}.sql", problem)
         out[str(name)] = (str(body["sql"]), body["type"])
     return out
+
+
+def reads_history(derived: dict[str, tuple[str, str]]) -> bool:
+    """Whether a derived column may depend on other events (a window function, ``OVER``): the
+    runner then computes the columns over the whole pinned input; row-local expressions (such
+    as the constant key of ``key: none``) need only the events being read."""
+    return any(sqlglot.parse_one(sql, read="spark").find(sqlglot.exp.Window) is not None
+               for sql, _ in derived.values())
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,10 @@ and verified.
 A family lives in one folder of ``engine/`` and describes itself by one ``FAMILY`` object (a
 :class:`QueryFamily`) in its ``family.py``; ``engine/registry.py`` lists the families. Nothing
 outside a family's folder switches on its ``kind``.
+
+A family implements its operator, reference and columns for the events that pass the query's
+``where:``; the base class puts the filter in front of them (:meth:`QueryFamily.run_operator`,
+:meth:`QueryFamily.run_reference`, :meth:`QueryFamily.run_columns`), the same for every family.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
+
+from .filtered import FilteredOperator
 
 if TYPE_CHECKING:  # the catalog imports the registry, which imports the families
     from .catalog import QuerySpec, RecordingSpec
@@ -31,7 +37,8 @@ class QueryFamily(ABC):
     A single-input family reads one recording (``input:``) keyed by a column (``key:``, default
     the recording's) in event time (``time:``), and may add derived columns (``derive:``); a
     multi-input family reads several (``inputs: {stream: recording}``), which the runner merges
-    into one input (:meth:`input_recording` describes it) before the operator sees it.
+    into one input (:meth:`input_recording` describes it) before the operator sees it, and has
+    no ``where:`` (the catalog refuses it).
     """
 
     #: The ``kind:`` value of the family's query files.
@@ -59,6 +66,35 @@ class QueryFamily(ABC):
                      ) -> tuple[str, ...]:
         """The columns of the input recording the operator reads (a planner may drop the
         others)."""
+
+    def run_operator(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> KeyedOperator:
+        """The operator a run steps: :meth:`operator` fed only the events that pass the query's
+        ``where:``."""
+        op = self.operator(query, recordings)
+        return op if query.where is None else FilteredOperator(op, query.where)
+
+    def run_reference(self, query: QuerySpec, recordings: dict[str, RecordingSpec],
+                      op: KeyedOperator, cuts: list[int] | None) -> Reference:
+        """The naive evaluation a run of :meth:`run_operator` (``op``) is compared with:
+        :meth:`reference` over the events that pass ``where:``, tested one row at a time."""
+        reference = self.reference(query, recordings, op, cuts)
+        where = query.where
+        if where is None:
+            return reference
+
+        def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
+            rows = events[list(where.columns)].to_dict("records")
+            passing = [where.evaluate_row(row) is True for row in rows]
+            return reference(events[pd.Series(passing, index=events.index, dtype=bool)])
+
+        return run
+
+    def run_columns(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                    ) -> tuple[str, ...]:
+        """The input columns a run reads: :meth:`columns_read` and those of ``where:``."""
+        where = () if query.where is None else sorted(query.where.columns)
+        return tuple(dict.fromkeys([*self.columns_read(query, recordings), *where]))
 
     def input_recording(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                         ) -> RecordingSpec:

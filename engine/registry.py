@@ -6,10 +6,11 @@ from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .family import QueryFamily, Reference
 from .operator import KeyedOperator
 from .qre import family as qre
+from .select import family as select
 from .spj import family as spj
 from .windows import family as windows
 
-FAMILIES: tuple[QueryFamily, ...] = (windows.FAMILY, qre.FAMILY, spj.FAMILY)
+FAMILIES: tuple[QueryFamily, ...] = (windows.FAMILY, qre.FAMILY, spj.FAMILY, select.FAMILY)
 QUERY_KINDS = tuple(sorted(f.kind for f in FAMILIES))
 _BY_KIND = {f.kind: f for f in FAMILIES}
 
@@ -29,8 +30,9 @@ def input_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> R
 
 
 def operator_for(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> KeyedOperator:
-    """The incremental operator that replays ``query`` (``recordings``: the catalog's)."""
-    return family_of(query.kind, query.source).operator(query, recordings)
+    """The incremental operator that replays ``query`` (``recordings``: the catalog's), behind
+    its ``where:`` filter."""
+    return family_of(query.kind, query.source).run_operator(query, recordings)
 
 
 def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec], op: KeyedOperator,
@@ -40,4 +42,4 @@ def reference_for(query: QuerySpec, recordings: dict[str, RecordingSpec], op: Ke
     query's operator, from :func:`operator_for`).
     ``cuts`` (the run's batch plan) is needed by window queries in updates mode, whose early rows
     depend on where the batches end."""
-    return family_of(query.kind, query.source).reference(query, recordings, op, cuts)
+    return family_of(query.kind, query.source).run_reference(query, recordings, op, cuts)

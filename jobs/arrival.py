@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from engine.catalog import reads_history
 from engine.operator import SEQ, TIME
 
 from . import plans
@@ -48,10 +49,11 @@ def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict],
 
     ``index`` lists the snapshot's files as :class:`plans.InputFile` dicts; only the files that
     overlap ``[lo, hi)`` are read. ``derived`` adds the query's derived columns (name -> (Spark
-    SQL expression, catalog type)); they are computed over the whole pinned input, so window
-    expressions such as ``lag(x) over (partition by k order by __seq)`` see every earlier event.
+    SQL expression, catalog type)); when one is a window expression they are computed over the
+    whole pinned input, so that ``lag(x) over (partition by k order by __seq)`` sees every
+    earlier event.
     """
-    files = index if derived else overlapping(index, lo, hi)
+    files = index if derived and reads_history(derived) else overlapping(index, lo, hi)
     df = storage.read_positioned(path, version, [f["uri"] for f in files])
     offsets = F.create_map(*[x for f in files for x in (F.lit(f["uri"]), F.lit(f["offset"]))]) \
         if files else F.create_map().cast("map<string,bigint>")

@@ -13,8 +13,8 @@ from engine.registry import family_of
 
 @dataclass(frozen=True)
 class RunContext:
-    """A query with its family, the input recording its operator reads, the operator, and the
-    key and event-time columns of that input."""
+    """A query with its family, the input recording its operator reads, the operator (behind
+    the query's ``where:``), and the key and event-time columns of that input."""
 
     query: QuerySpec
     family: QueryFamily
@@ -34,7 +34,7 @@ class RunContext:
         family = family_of(query.kind, query.source)
         recording = family.input_recording(query, recordings)
         return cls(query=query, family=family, recordings=recordings, recording=recording,
-                   operator=family.operator(query, recordings),
+                   operator=family.run_operator(query, recordings),
                    key=query.key or recording.key, time_column=query.time or recording.time)
 
     @property
@@ -44,4 +44,4 @@ class RunContext:
 
     def reference(self, cuts: list[int] | None = None) -> Reference:
         """The naive reference of the query (``cuts``: the run's batch plan)."""
-        return self.family.reference(self.query, self.recordings, self.operator, cuts)
+        return self.family.run_reference(self.query, self.recordings, self.operator, cuts)

@@ -9,6 +9,7 @@ from ..catalog import QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
 from .count import CountWindow
+from .having import HavingOperator
 from .reference import window_reference, window_updates_reference
 from .session import SessionWindow
 from .sliding import SlidingWindow
@@ -18,6 +19,13 @@ from .tumbling import TumblingWindow
 #: Window type of the spec -> its operator.
 OPERATORS = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": SessionWindow,
              "count": CountWindow}
+
+
+def window_operator(spec: WindowSpec, name: str) -> KeyedOperator:
+    """The operator of ``spec``: its window kind's, emitting only rows that pass its
+    ``having``."""
+    op = OPERATORS[spec.kind](spec, name=name)
+    return op if spec.having is None else HavingOperator(op, spec.having)
 
 
 class WindowFamily(QueryFamily):
@@ -30,8 +38,8 @@ class WindowFamily(QueryFamily):
 
     def operator(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                  ) -> KeyedOperator:
-        spec = self.parse(query, self.input_recording(query, recordings))
-        return OPERATORS[spec.kind](spec, name=query.name)
+        return window_operator(self.parse(query, self.input_recording(query, recordings)),
+                               name=query.name)
 
     def reference(self, query: QuerySpec, recordings: dict[str, RecordingSpec],
                   op: KeyedOperator, cuts: list[int] | None) -> Reference:

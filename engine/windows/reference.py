@@ -172,7 +172,7 @@ def window_reference(events: pd.DataFrame, spec: WindowSpec) -> tuple[list[dict]
         rows += [_row(w, spec) for w in _windows(key, on_time, spec)]
     if spec.emit == "updates":
         rows = [{**r, "final": True} for r in rows]
-    return _sorted_rows(rows, spec), late
+    return _sorted_rows(_having(rows, spec), spec), late
 
 
 def window_updates_reference(events: pd.DataFrame, spec: WindowSpec, cuts: list[int]
@@ -223,4 +223,11 @@ def window_updates_reference(events: pd.DataFrame, spec: WindowSpec, cuts: list[
             ident = w[3] if spec.kind == "count" else w[1]
             if ident not in done:
                 rows.append({**_row(w, spec), "final": True, "batch": flush})
-    return _sorted_rows(rows, spec), late
+    return _sorted_rows(_having(rows, spec), spec), late
+
+
+def _having(rows: list[dict], spec: WindowSpec) -> list[dict]:
+    """The rows whose aggregates pass the spec's ``having`` (each row tested on its own)."""
+    if spec.having is None:
+        return rows
+    return [r for r in rows if spec.having.evaluate_row(r) is True]

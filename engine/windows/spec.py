@@ -3,11 +3,14 @@ the emission mode (the syntax is documented in ``engine/windows/README.md``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
+from ..predicate import Pred, PredicateError, parse_predicate
+from .having import CATALOG_TYPES
 from .udaf import Udaf, UdafError, parse_udaf
 
 #: Window kind -> the shape fields of :class:`WindowSpec` it sets.
@@ -38,7 +41,7 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     "median": (("column",), NUMERIC), "percentile": (("column", "fraction"), NUMERIC),
 }
 AGGREGATES = tuple(SIGNATURES)
-_QUERY_FIELDS = ("window", "aggregates", "emit", "udafs")
+_QUERY_FIELDS = ("window", "aggregates", "emit", "udafs", "having")
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALL = re.compile(rf"^\s*({_IDENT})\s*\((.*)\)\s*$", re.DOTALL)
 
@@ -77,6 +80,9 @@ class WindowSpec:
     every_events: int = 0  # count: events between emissions
     udafs: tuple[Udaf, ...] = ()
     emit: str = "close"  # close | updates (early rows for open windows, column ``final``)
+    #: ``having``: a predicate over the aggregates' output names; only rows passing it are
+    #: emitted, or None.
+    having: Pred | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in SHAPE:
@@ -131,6 +137,11 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
     common = {"key": key, "lateness_us": query.lateness_us, "aggregates": aggregates,
               "value_types": value_types, "key_type": recording.columns[key],
               "kind": window["type"], "udafs": udafs, "emit": emit}
+    return _having(src, body.get("having"), _shaped(src, window, common))
+
+
+def _shaped(src: str, window: dict, common: dict[str, Any]) -> WindowSpec:
+    """The spec of the window shape ``window`` (its fields checked) with ``common`` fields."""
     if window["type"] == "count":
         size, every = window.get("size"), window.get("every", window.get("size"))
         for name, value in (("size", size), ("every", every)):
@@ -171,6 +182,23 @@ def _duration(src: str, window: dict, name: str) -> int:
 def _too_long(us: int) -> str:
     return (f"must be at most 36500d (100 years, {MAX_DURATION_US} us) so that arithmetic on "
             f"event times cannot overflow, got {us} us")
+
+
+def _having(src: str, text: Any, spec: WindowSpec) -> WindowSpec:
+    """``spec`` with the ``query.having`` predicate over its aggregates' output names."""
+    if text is None:
+        return spec
+    from .aggregates import Plan  # imports this module
+
+    if not isinstance(text, str) or not text.strip():
+        raise CatalogError(src, "query.having", "expected a SQL condition over the aggregates "
+                           f"such as 'readings >= 10', got {text!r}")
+    outputs = {f.name: CATALOG_TYPES[f.type] for f in Plan(spec).output_fields()
+               if f.type in CATALOG_TYPES}
+    try:
+        return dataclasses.replace(spec, having=parse_predicate(text, outputs))
+    except PredicateError as exc:
+        raise CatalogError(src, "query.having", str(exc)) from exc
 
 
 def _checked(src: str, spec: WindowSpec) -> WindowSpec:

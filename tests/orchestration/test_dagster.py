@@ -155,5 +155,5 @@ def test_sensor_requests_one_run_per_new_recording_version(sample_defs, storage,
 def test_schedule_and_jobs_exist(sample_defs):
     schedule = sample_defs.resolve_schedule_def("nightly_replay")
     assert schedule.cron_schedule == "0 3 * * *" and schedule.job_name == ALL_JOB
-    for job in ("recordings_job", "window_job", ALL_JOB):
+    for job in ("recordings_job", "window_job", "select_job", ALL_JOB):
         assert sample_defs.resolve_job_def(job) is not None

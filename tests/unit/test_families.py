@@ -28,12 +28,12 @@ def test_an_unknown_kind_names_the_file_field_and_the_known_kinds():
     rec = parse_recording({"name": "ev", "key": "k", "time": "ts",
                            "columns": {"k": "string", "ts": "timestamp"}})
     with pytest.raises(CatalogError) as err:
-        parse_query({"name": "q", "kind": "select", "input": "ev", "query": "x"}, {"ev": rec},
+        parse_query({"name": "q", "kind": "sample", "input": "ev", "query": "x"}, {"ev": rec},
                     "q.yaml")
     assert (err.value.source, err.value.field) == ("q.yaml", "kind")
     assert all(kind in err.value.problem for kind in QUERY_KINDS)
-    with pytest.raises(CatalogError, match="select"):
-        family_of("select", "q.yaml")
+    with pytest.raises(CatalogError, match="sample"):
+        family_of("sample", "q.yaml")
 
 
 @pytest.mark.parametrize("name", QUERIES)
@@ -48,6 +48,10 @@ def test_run_context_of_every_catalog_query(name):
     read = ctx.family.columns_read(query, CATALOG.recordings)
     assert set(read) <= set(ctx.recording.columns) and len(set(read)) == len(read)
     assert ctx.key in read and ctx.time_column in read
+    run = ctx.family.run_columns(query, CATALOG.recordings)  # with where's columns
+    assert set(read) <= set(run) <= set(ctx.recording.columns)
+    if query.where is not None:
+        assert query.where.columns <= set(run)
     if ctx.merged:  # several recordings merged into one input, every column kept
         assert len(query.inputs) >= 1 and set(read) == set(ctx.recording.columns)
     else:
@@ -71,16 +75,16 @@ def test_analysis_inputs_of_an_spj_query_and_refusal_of_others():
         analysis_inputs(CATALOG.query("vitals_hr_1m"), CATALOG.recordings)
 
 
-class _SelectFamily(QueryFamily):
-    """A stand-in for a future ``kind: select`` (one recording in, matching rows out)."""
+class _SampleFamily(QueryFamily):
+    """A stand-in for a new ``kind: sample`` (one recording in, some of its rows out)."""
 
-    kind = "select"
+    kind = "sample"
 
     def parse(self, query, recording):
         return str(query.query)
 
     def operator(self, query, recordings):
-        return ("select-operator", self.parse(query, self.input_recording(query, recordings)))
+        return ("sample-operator", self.parse(query, self.input_recording(query, recordings)))
 
     def reference(self, query, recordings, op, cuts):
         return lambda events: (events, [], [])
@@ -90,11 +94,11 @@ class _SelectFamily(QueryFamily):
 
 
 def test_a_new_family_plugs_in_through_the_registry_alone(monkeypatch):
-    monkeypatch.setattr(registry, "_BY_KIND", {**registry._BY_KIND, "select": _SelectFamily()})
-    doc = {"name": "high", "kind": "select", "input": "vitals", "query": "heart_rate > 120",
+    monkeypatch.setattr(registry, "_BY_KIND", {**registry._BY_KIND, "sample": _SampleFamily()})
+    doc = {"name": "high", "kind": "sample", "input": "vitals", "query": "heart_rate > 120",
            "derive": {"day": {"sql": "date_format(ts, 'yyyy-MM-dd')", "type": "string"}}}
     query = parse_query(doc, CATALOG.recordings, "high.yaml")
     assert (query.key, query.time) == ("patient_id", "ts")
     ctx = RunContext.of(query, CATALOG.recordings)
-    assert ctx.operator == ("select-operator", "heart_rate > 120")
+    assert ctx.operator == ("sample-operator", "heart_rate > 120")
     assert ctx.recording.columns["day"] == "string" and not ctx.merged

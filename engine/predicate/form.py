@@ -1,0 +1,139 @@
+"""The canonical predicate form: a NOT-free tree of AND/OR over single-column atoms.
+
+Atoms are :class:`InSet` (the column is not null and its value lies in a canonical value set:
+comparisons, ``BETWEEN``, ``IN``, ``IS NOT NULL``) and :class:`IsNull`; :data:`TRUE` and
+:data:`FALSE` are constants. :func:`conjoin` and :func:`disjoin` build :class:`And` / :class:`Or`
+nodes and simplify them: flattening, TRUE/FALSE, duplicates, one atom per column in a
+conjunction (value sets intersected) and in a disjunction (value sets united), absorption
+through :func:`~engine.predicate.logic.implies`, and merging of conjunctions that differ in one
+column. Operands are sorted by their SQL text, so equal predicates have equal forms.
+
+A row *passes* a predicate when it is TRUE. Because the form holds no NOT, a conjunction passes
+when all its operands pass and a disjunction when one does; negations are pushed onto atoms when
+parsing, with SQL's three-valued rules (see ``parse.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from . import values as V
+from .render import render_atom
+
+
+class Pred:
+    """A node of the canonical form (frozen, hashable, comparable by value)."""
+
+    @cached_property
+    def sql(self) -> str:
+        return self._sql()
+
+    def to_sql(self) -> str:
+        """Canonical SQL text; parsing it back gives an equal form."""
+        return self.sql
+
+    def _sql(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """The columns the predicate reads."""
+        raise NotImplementedError
+
+    def evaluate(self, frame: Any) -> Any:
+        """Vectorised: the numpy bool mask of the rows of ``frame`` that pass."""
+        from .evaluate import evaluate
+        return evaluate(self, frame)
+
+    def evaluate_row(self, row: dict[str, Any]) -> bool | None:
+        """Row at a time, three-valued: True, False or None (UNKNOWN); only True passes."""
+        from .evaluate import evaluate_row
+        return evaluate_row(self, row)
+
+    def __str__(self) -> str:
+        return self.sql
+
+
+@dataclass(frozen=True, eq=True)
+class Const(Pred):
+    value: bool
+
+    def _sql(self) -> str:
+        return "TRUE" if self.value else "FALSE"
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset()
+
+
+TRUE = Const(True)
+FALSE = Const(False)
+
+
+@dataclass(frozen=True, eq=True)
+class InSet(Pred):
+    """``column`` is not null and its value lies in ``values`` (a canonical value set)."""
+
+    column: str
+    ctype: str
+    values: V.ValueSet
+
+    def _sql(self) -> str:
+        return render_atom(self.column, self.ctype, self.values)
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset((self.column,))
+
+
+@dataclass(frozen=True, eq=True)
+class IsNull(Pred):
+    column: str
+    ctype: str
+
+    def _sql(self) -> str:
+        return render_atom(self.column, self.ctype, None)
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset((self.column,))
+
+
+@dataclass(frozen=True, eq=True)
+class And(Pred):
+    operands: tuple[Pred, ...]
+
+    def _sql(self) -> str:
+        return " AND ".join(f"({o.sql})" if isinstance(o, Or) else o.sql for o in self.operands)
+
+    @cached_property
+    def columns(self) -> frozenset[str]:  # type: ignore[override]
+        return frozenset().union(*(o.columns for o in self.operands))
+
+
+@dataclass(frozen=True, eq=True)
+class Or(Pred):
+    operands: tuple[Pred, ...]
+
+    def _sql(self) -> str:
+        return " OR ".join(f"({o.sql})" if isinstance(o, And) else o.sql for o in self.operands)
+
+    @cached_property
+    def columns(self) -> frozenset[str]:  # type: ignore[override]
+        return frozenset().union(*(o.columns for o in self.operands))
+
+
+def in_set(column: str, ctype: str, values: V.ValueSet) -> Pred:
+    """The atom ``column ∈ values`` (FALSE for the empty set)."""
+    values = V.normalise(ctype, values)
+    return InSet(column, ctype, values) if values else FALSE
+
+
+def is_null(column: str, ctype: str) -> Pred:
+    return IsNull(column, ctype)
+
+
+def sort_key(p: Pred) -> str:
+    return p.sql

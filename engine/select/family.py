@@ -1,0 +1,40 @@
+"""The ``kind: select`` family: continuous selection and projection as a
+:class:`~engine.family.QueryFamily`."""
+
+from __future__ import annotations
+
+from ..catalog import QuerySpec, RecordingSpec
+from ..family import QueryFamily, Reference
+from ..operator import KeyedOperator
+from .operator import SelectOperator
+from .reference import select_reference
+from .spec import SelectSpec, parse_select_query
+
+
+class SelectFamily(QueryFamily):
+    """The events of one recording that pass ``where:``, with the chosen columns, in arrival
+    order (the filter is the base class's, as for every single-input family)."""
+
+    kind = "select"
+
+    def parse(self, query: QuerySpec, recording: RecordingSpec) -> SelectSpec:
+        return parse_select_query(query, recording)
+
+    def operator(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                 ) -> KeyedOperator:
+        return SelectOperator(self.parse(query, self.input_recording(query, recordings)),
+                              name=query.name)
+
+    def reference(self, query: QuerySpec, recordings: dict[str, RecordingSpec],
+                  op: KeyedOperator, cuts: list[int] | None) -> Reference:
+        spec = self.parse(query, self.input_recording(query, recordings))
+        return lambda events: select_reference(events, spec)
+
+    def columns_read(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> tuple[str, ...]:
+        recording = self.input_recording(query, recordings)
+        spec = self.parse(query, recording)
+        return tuple(dict.fromkeys([spec.key, query.time or recording.time, *spec.columns]))
+
+
+FAMILY = SelectFamily()
