@@ -11,12 +11,11 @@ from hypothesis import strategies as st
 from sharing_reference import direct_windows, frame_windows, same
 
 from engine.predicate import TRUE, parse_predicate
-from engine.sharing import (AggregateView, Planner, SharingView, Statistics, WindowView,
-                            plan_queries)
+from engine.sharing import AggregateView, Planner, SharingView, Statistics, WindowView, plan_queries
 from engine.sharing.execute import pane_outputs, shared_inputs
 from engine.sharing.partials import pane_partials, windows_from_panes
 
-SETTINGS = {"deadline": None, "derandomize": True, "max_examples": 60}
+SETTINGS = {"deadline": None, "derandomize": True, "max_examples": 50}
 COLUMNS = {"k": "string", "t": "timestamp", "seq": "int", "v": "int", "w": "double",
            "s": "string"}
 WHERES = ["TRUE", "v >= 0", "v > 1", "v BETWEEN 0 AND 2", "w < 0.5", "v >= 0 AND w < 0.5",
