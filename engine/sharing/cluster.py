@@ -70,12 +70,12 @@ def build_cluster(members: list[SharingView], stats: Statistics,
     rows_in = {m.name: stats.selectivity(m.where) * stats.rows for m in ordered}
     groups = group_panes(ordered, residuals, rows_in, stats)
     grouped = {q for g in groups for q in g.queries}
-    cost = scan_cost(widened, [atoms(r) for r in residuals.values()], stats)
+    columns = tuple(sorted(frozenset().union(*(m.columns for m in ordered))))
+    cost = scan_cost(widened, len(columns), [atoms(r) for r in residuals.values()], stats)
     cost += sum(pane_group_cost([m for m in ordered if m.name in g.queries], g.pane,
                                 rows_in[g.queries[0]], stats) for g in groups)
     cost += sum(alone_operator_cost(m, rows_in[m.name], stats) for m in ordered
                 if m.name not in grouped)
-    columns = tuple(sorted(frozenset().union(*(m.columns for m in ordered))))
     return Cluster(members=tuple(ordered), where=widened, columns=columns,
                    residuals=tuple(Residual(m.name, residuals[m.name], m.having)
                                    for m in ordered),

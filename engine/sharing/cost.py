@@ -1,9 +1,10 @@
 """The cost model: estimated work, in row operations, of a cluster, of a pane group and of a
 query standing alone (the formulas are documented in ``engine/sharing/README.md``).
 
-Units: evaluating one predicate atom (one interval of a value set, or IS NULL) on one row is 1;
-a row entering a query's operator, or a pane's partial states, is 1; one pane (or slice)
-emitted per key is 1 and merging one pane into one window is 1.
+Units: reading one column of one row is 1; evaluating one predicate atom (one interval of a
+value set, or IS NULL) on one row is 1; a row entering a residual, a query's operator or a
+pane's partial states is 1; one pane (or slice) emitted per key is 1 and merging one pane into
+one window is 1.
 """
 
 from __future__ import annotations
@@ -65,17 +66,20 @@ def pane_group_cost(members: list[SharingView], pane: int, rows_in: float,
     return rows_in + keys * extent / pane + merges
 
 
-def scan_cost(where: Pred, residual_atoms: list[int], stats: Statistics) -> float:
-    """Evaluating W on every row read, then each member's residual predicate on the rows of
-    the intermediate stream (the members' operators are counted separately)."""
+def scan_cost(where: Pred, columns: int, residual_atoms: list[int], stats: Statistics
+              ) -> float:
+    """A scan of the recording for one cluster: reading its ``columns`` of every row, evaluating
+    W on every row, then each member's residual on every row of the intermediate stream (the
+    row entering the residual costs 1, each atom of the residual 1). The members' operators
+    are counted separately."""
     n = stats.rows
     kept = stats.selectivity(where) * n
-    return n * atoms(where) + kept * sum(residual_atoms)
+    return n * columns + n * atoms(where) + kept * sum(1 + a for a in residual_atoms)
 
 
 def standalone_cost(view: SharingView, stats: Statistics) -> float:
-    """A query run on its own: it reads every row, evaluates its predicate on each, and feeds
-    the passing ones to its operator."""
-    n = stats.rows
-    rows_in = stats.selectivity(view.where) * n
-    return n + n * atoms(view.where) + alone_operator_cost(view, rows_in, stats)
+    """A query on its own: its own scan (its columns of every row, its predicate on every row,
+    the passing rows handed on) and its operator."""
+    rows_in = stats.selectivity(view.where) * stats.rows
+    return scan_cost(view.where, len(view.columns), [0], stats) \
+        + alone_operator_cost(view, rows_in, stats)

@@ -111,9 +111,10 @@ class SharedPlan:
         entering = sum(len(c.members) * stats.selectivity(c.where) * n for c in self.clusters)
         return {
             "rows": n,
-            "rows_read": {"shared": n, "standalone": len(views) * n},
+            "scans": len(self.clusters),
+            "rows_read": {"shared": len(self.clusters) * n, "standalone": len(views) * n},
             "rows_entering_queries": {"shared": round(entering), "standalone": len(views) * n},
-            "cost": {"shared": round(n + sum(c.cost for c in self.clusters)),
+            "cost": {"shared": round(sum(c.cost for c in self.clusters)),
                      "standalone": round(sum(standalone_cost(v, stats) for v in views))},
             "clusters": [{"queries": list(c.names),
                           "selectivity": round(stats.selectivity(c.where), 6),

@@ -4,7 +4,8 @@
 that it MATCHes (served unchanged) or that the cost model finds cheapest to widen for it (MERGE),
 or stands alone; removing a query NARROWs its cluster. :func:`plan_queries` (and
 :meth:`Planner.plan`) replan from the set of queries in a canonical order (widest predicate
-first, then by name), so the plan does not depend on the order of registration.
+first, then by name) followed by one pass of local search, so the plan does not depend on the
+order of registration.
 """
 
 from __future__ import annotations
@@ -57,6 +58,21 @@ class Planner:
         self.outcomes[view.name] = how
         return how
 
+    def cost(self) -> float:
+        return sum(c.cost for c in self.clusters)
+
+    def improve(self, order: list[SharingView]) -> None:
+        """One pass of local search in ``order``: take each query out of its cluster (NARROW)
+        and register it again; keep the move only when the total cost falls. Undoes greedy
+        choices that an earlier, wider query forced (e.g. a query with no predicate that made
+        narrow queries join its stream)."""
+        for view in order:
+            before = (list(self.clusters), dict(self.outcomes), self.cost())
+            self.remove(view.name)
+            self.register(view)
+            if self.cost() >= before[2] * (1 - 1e-9):
+                self.clusters, self.outcomes = before[0], before[1]
+
     def remove(self, name: str) -> Cluster | None:
         """Unregister query ``name``: NARROW its cluster (None when it was alone)."""
         index = next((i for i, c in enumerate(self.clusters) if name in c.names), None)
@@ -96,6 +112,25 @@ def plan_queries(views: Iterable[SharingView], stats: Statistics) -> SharedPlan:
     for view in ordered:
         planner.register(view)
         match_only.register(view)
-    shared_without_widening = sum(1 for how in match_only.outcomes.values() if how == MATCH)
-    return SharedPlan.of(planner.clusters, planner.outcomes, stats,
-                         shared_match_only=shared_without_widening)
+    planner.improve(ordered)
+    match_only.improve(ordered)
+    return SharedPlan.of(planner.clusters, outcomes(planner.clusters, ordered, stats), stats,
+                         shared_match_only=len(ordered) - len(match_only.clusters))
+
+
+def outcomes(clusters: list[Cluster], order: list[SharingView], stats: Statistics
+             ) -> dict[str, str]:
+    """How each query of the final plan is served, replaying each cluster in ``order``: its
+    first query is ``alone`` (it creates the stream), each later one ``match`` or ``merge``."""
+    position = {v.name: i for i, v in enumerate(order)}
+    result: dict[str, str] = {}
+    for cluster in clusters:
+        members = sorted(cluster.members, key=lambda m: position[m.name])
+        current = build_cluster([members[0]], stats)
+        result[members[0].name] = ALONE
+        for view in members[1:]:
+            if match(current, view):
+                result[view.name], current = MATCH, add_matching(current, view, stats)
+            else:
+                result[view.name], current = MERGE, merge(current, view, stats)
+    return result
