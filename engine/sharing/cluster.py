@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..predicate import And, Pred, conjoin, disjoin, implies
+from ..predicate import And, InSet, Or, Pred, conjoin, disjoin, implies
+from ..predicate import values as V
+from ..predicate.form import in_set
 from .cost import alone_operator_cost, atoms, own_pane, pane_group_cost, scan_cost
 from .panes import PaneGroup, group_panes, signature
 from .stats import Statistics
@@ -60,12 +62,40 @@ def residual_predicate(where: Pred, widened: Pred) -> Pred:
     return conjoin(*(c for c in conjuncts(where) if not implies(widened, c)))
 
 
+#: Atoms W may have before RELAX replaces it by its hull (see :func:`hull`).
+MAX_WIDENED_ATOMS = 32
+
+
+def hull(pred: Pred) -> Pred:
+    """A conjunction implied by ``pred`` (sound as a shared W, never used as a residual): per
+    column constrained by a value set in every disjunct, the one interval from the least lower
+    bound to the greatest upper bound of those sets."""
+    boxes = []
+    for disjunct in pred.operands if isinstance(pred, Or) else (pred,):
+        boxes.append({a.column: a for a in conjuncts(disjunct) if isinstance(a, InSet)})
+    bounds = []
+    for column in sorted(set.intersection(*(set(b) for b in boxes))):
+        ctype = boxes[0][column].ctype
+        values = V.normalise(ctype, [iv for b in boxes for iv in b[column].values])
+        first, last = values[0], values[-1]
+        bounds.append(in_set(column, ctype, (V.Interval(first.lo, first.lo_closed, last.hi,
+                                                        last.hi_closed),)))
+    return conjoin(*bounds)
+
+
+def relax(*preds: Pred) -> Pred:
+    """RELAX: the simplified OR of ``preds``, or its hull when it has more than
+    :data:`MAX_WIDENED_ATOMS` atoms."""
+    widened = disjoin(*preds)
+    return hull(widened) if atoms(widened) > MAX_WIDENED_ATOMS else widened
+
+
 def build_cluster(members: list[SharingView], stats: Statistics,
                   where: Pred | None = None) -> Cluster:
     """The cluster serving ``members``: W is ``where`` if given (it must be implied by every
-    member's predicate), else the simplified OR of the members' predicates (RELAX)."""
+    member's predicate), else RELAX of the members' predicates."""
     ordered = sorted(members, key=lambda m: m.name)
-    widened = disjoin(*(m.where for m in ordered)) if where is None else where
+    widened = relax(*(m.where for m in ordered)) if where is None else where
     residuals = {m.name: residual_predicate(m.where, widened) for m in ordered}
     rows_in = {m.name: stats.selectivity(m.where) * stats.rows for m in ordered}
     groups = group_panes(ordered, residuals, rows_in, stats)
@@ -116,8 +146,7 @@ def add_matching(cluster: Cluster, view: SharingView, stats: Statistics) -> Clus
 def merge(cluster: Cluster, view: SharingView, stats: Statistics) -> Cluster:
     """MERGE: the cluster widened for ``view``: W becomes RELAX(W, view's predicate), the
     columns their union, and the pane groups are re-formed (their panes relaxed)."""
-    return build_cluster([*cluster.members, view], stats,
-                         where=disjoin(cluster.where, view.where))
+    return build_cluster([*cluster.members, view], stats, where=relax(cluster.where, view.where))
 
 
 def narrow(cluster: Cluster, name: str, stats: Statistics) -> Cluster | None:

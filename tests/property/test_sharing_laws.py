@@ -15,7 +15,7 @@ from engine.sharing import AggregateView, Planner, SharingView, Statistics, Wind
 from engine.sharing.execute import pane_outputs, shared_inputs
 from engine.sharing.partials import pane_partials, windows_from_panes
 
-SETTINGS = {"deadline": None, "derandomize": True, "max_examples": 50}
+SETTINGS = {"deadline": None, "derandomize": True, "max_examples": 40}
 COLUMNS = {"k": "string", "t": "timestamp", "seq": "int", "v": "int", "w": "double",
            "s": "string"}
 WHERES = ["TRUE", "v >= 0", "v > 1", "v BETWEEN 0 AND 2", "w < 0.5", "v >= 0 AND w < 0.5",

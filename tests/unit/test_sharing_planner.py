@@ -14,10 +14,14 @@ from engine.predicate import TRUE, parse_predicate
 from engine.sharing import (
     AggregateView,
     Planner,
+    SharedPlan,
     SharingView,
     Statistics,
     WindowView,
+    build_cluster,
     match,
+    merge,
+    narrow,
     plan_queries,
 )
 from engine.sharing.execute import pane_outputs, shared_inputs
@@ -186,6 +190,21 @@ def test_a_wide_query_stands_alone_beside_narrow_ones(stats) -> None:
     assert plan.counters()["alone"] == 2
 
 
+def test_a_widened_predicate_over_budget_becomes_its_hull(stats) -> None:
+    views = [select_query(f"b{i:02d}", f"en BETWEEN {i / 20} AND {i / 20 + 0.01} "
+                          f"AND phc > {i}", {"en", "phc"}) for i in range(40)]
+    cluster = build_cluster(views, stats)
+    assert cluster.where == P("en BETWEEN 0.0 AND 1.96 AND phc > 0")  # bounds of all 40 boxes
+    assert cluster.residual("b00").where == P("en BETWEEN 0.0 AND 0.01")  # W implies phc > 0
+    assert all(cluster.residual(v.name).where == v.where for v in views[1:])
+    rng = np.random.default_rng(3)
+    rows = pd.DataFrame({"en": rng.uniform(0, 2.5, 500), "phc": rng.integers(0, 60, 500)})
+    plan = SharedPlan.of([cluster], {}, stats)
+    inputs = shared_inputs(plan, rows)
+    for view in views:
+        assert list(inputs[view.name].index) == list(rows.index[view.where.evaluate(rows)])
+
+
 def test_absorption_drops_implied_conjuncts_from_residuals(stats) -> None:
     a = select_query("a", "en >= 1.0", {"en"})
     b = select_query("b", "en >= 1.0 AND ra > 130.0", {"en", "ra"})
@@ -287,6 +306,17 @@ def test_match_requires_implication_columns_and_a_dividing_pane(stats) -> None:
     assert not match(cluster, window_query("q15", 15, 15))  # 10s slices do not divide 15s
     assert not match(cluster, Q4)  # phc is not carried
     assert not match(cluster, select_query("wide", "en > 1.0", {"en"}))  # not implied by W
+
+
+def test_merge_widens_and_narrow_shrinks_the_stream(stats) -> None:
+    cluster = build_cluster([Q3], stats)
+    merged = merge(cluster, Q4, stats)
+    assert merged.where == P(VELA) and set(merged.columns) == Q3.columns | Q4.columns
+    assert merged.names == ("q3", "q4")
+    narrowed = narrow(merged, "q4", stats)
+    assert narrowed is not None
+    assert (narrowed.where, narrowed.columns) == (cluster.where, cluster.columns)
+    assert narrow(narrowed, "q3", stats) is None
 
 
 def test_plan_json_shape(stats) -> None:
