@@ -15,6 +15,7 @@ from engine.sharing import (
     AggregateView,
     Planner,
     SharedPlan,
+    SharingError,
     SharingView,
     Statistics,
     WindowView,
@@ -317,6 +318,15 @@ def test_merge_widens_and_narrow_shrinks_the_stream(stats) -> None:
     assert narrowed is not None
     assert (narrowed.where, narrowed.columns) == (cluster.where, cluster.columns)
     assert narrow(narrowed, "q3", stats) is None
+
+
+def test_queries_on_different_recordings_are_refused(stats) -> None:
+    vitals = SharingView("hr", frozenset({"hr"}), recording="vitals")
+    ticks = SharingView("px", frozenset({"price"}), recording="ticks")
+    with pytest.raises(SharingError, match="hr reads 'vitals', px reads 'ticks'"):
+        plan_queries([ticks, vitals], stats)
+    with pytest.raises(SharingError, match="listed twice"):
+        plan_queries([vitals, vitals], stats)
 
 
 def test_plan_json_shape(stats) -> None:
