@@ -27,6 +27,7 @@ from engine.sharing import (
 )
 from engine.sharing.execute import pane_outputs, shared_inputs
 from engine.sharing.panes import relax_pane
+from engine.sharing.plan import duration_text
 
 COLUMNS = {"src": "string", "ra": "double", "dec": "double", "en": "double", "phc": "int",
            "det_time": "timestamp", "seq": "int"}
@@ -350,3 +351,17 @@ def test_selectivity_is_estimated_from_the_sample() -> None:
     assert stats.selectivity(TRUE) == 1.0
     assert Statistics(rows=100).selectivity(parse_predicate("en > 1.0", {"en": "double"})) \
         == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("us, text", [(5 * S, "5s"), (90 * S, "90s"), (60 * S, "1m"),
+                                      (250_000, "250ms"), (7, "7us"), (0, "0s"),
+                                      (86_400 * S, "1d")])
+def test_pane_durations_are_shown_in_the_largest_dividing_unit(us: int, text: str) -> None:
+    assert duration_text(us) == text
+
+
+def test_keys_and_time_span_are_counted_on_the_sample() -> None:
+    sample = pd.DataFrame({"k": ["a", "b", "a", None], "t": [5, 17, 2, 9]})
+    stats = Statistics(rows=10, sample=sample)
+    assert (stats.key_count("k"), stats.key_count(None), stats.span("t")) == (2, 1, 15)
+    assert Statistics(rows=10, keys={"k": 7}).key_count("k") == 7
