@@ -365,3 +365,16 @@ def test_keys_and_time_span_are_counted_on_the_sample() -> None:
     stats = Statistics(rows=10, sample=sample)
     assert (stats.key_count("k"), stats.key_count(None), stats.span("t")) == (2, 1, 15)
     assert Statistics(rows=10, keys={"k": 7}).key_count("k") == 7
+
+
+def test_estimates_and_description_say_why_queries_share(stats) -> None:
+    low = select_query("low", "en < 0.1", {"en"})
+    plan = plan_queries([Q1, Q2, Q3, Q4, low], stats)
+    queries = plan.estimates()["queries"]
+    for name in ("q1", "q2", "q3", "q4"):  # sharing costs them less than their own scans
+        assert queries[name]["in_cluster"] < queries[name]["alone"]
+    assert plan.cluster_of("low").names == ("low",)
+    assert queries["low"]["in_cluster"] == queries["low"]["alone"]
+    text = plan.describe()
+    assert plan.plan_hash in text and "then having avg_en >= 1.3" in text
+    assert all(f"\n{name}: cluster" in text for name in ("low", "q1", "q2", "q3", "q4"))
