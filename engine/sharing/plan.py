@@ -66,7 +66,7 @@ def _residual_json(view: SharingView, index: int, cluster: Cluster) -> dict[str,
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SharedPlan:
     """Clusters (by their first query's name), the outcome of each query's registration
     (``match``, ``merge``, ``alone``) and the statistics the estimates came from."""
