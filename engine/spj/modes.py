@@ -36,13 +36,14 @@ def synopsis_source(a: Analysis) -> Source | str:
         return refusal(a)
     q, v = a.query, a.verdict
     units = a.synopsis.units
-    if q.timestamps and not q.aggregate and not q.distinct:
-        v = spj_verdict(q)
+    if q.timestamps and not q.aggregate:
+        v = spj_verdict(q)  # timestamps read as integers: Arasu's synopses apply (rule E-a)
         if not v.bounded:
-            return ("application-time bag query certified only by rules G1–G3 (timestamp "
-                    "order): not supported by the executor yet (it needs the down-set engine "
-                    "of design/spj-application-time.md §4.4); allow_unbounded=True runs it "
-                    "on the full history")
+            rules = "rule E-b" if q.distinct else "rules G1–G3"
+            return (f"application-time {q.semantics} query certified only by {rules} "
+                    "(timestamp order): not supported by the executor yet (it needs the "
+                    "down-set engine of design/spj-application-time.md §4.4); "
+                    "allow_unbounded=True runs it on the full history")
         units = spj_synopsis(v.spj, v.closure).units
     if q.distinct and not q.aggregate and q.has_self_join and len(v.spj.occs) > 1 \
             and v.closure.sat and fig2(v.spj, v.closure):
