@@ -51,6 +51,7 @@ def _bag_verdict(query: Query, order: TimeOrder) -> Verdict:
     found = [(f, explain(f, "", {"C2": "G1", "C3": "G2"}[f.condition]))
              for f in check(joins, joins.closure())]
     violations = [v for _, v in found] + _g3(query, m, order)
+    verdict.synopsis = downset_synopsis(m, m.closure(), order)
     if violations:
         verdict.bounded, verdict.proof = False, "not_certified"
         verdict.violations = violations

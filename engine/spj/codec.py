@@ -1,6 +1,8 @@
 """The one owner of the executor state's byte format: canonical, sorted JSON.
 
-Equal states (for instance after two batch plans of the same input) give equal bytes; every
+Bucket synopses and the full history (:class:`StateFormat`) and the down-set summaries of
+application time (:class:`TimedFormat`) are written here. Equal states (for instance after two
+batch plans of the same input) give equal bytes; every
 integer is written at a fixed width, so a synopsis whose counters grow keeps its encoded size.
 The document is tagged with the format version, the query fingerprint and the mode, and
 :meth:`StateFormat.decode` refuses any other.
@@ -17,6 +19,7 @@ from .batches import Batches
 from .errors import SpjError
 from .plan import REPS
 from .state import Bucket, Entry, SpjState
+from .timed import DownSetEngine, TimedState
 from .values import order_key
 
 FORMAT = 1
@@ -112,3 +115,47 @@ class StateFormat:
                     state.stores[i].add(tuple(b), Entry(tuple(rep), count,
                                                         self._dec_parts(parts)))
         return state
+
+
+class TimedFormat:
+    """Encodes and decodes the states of one down-set engine (application time)."""
+
+    def __init__(self, fingerprint: str, engine: DownSetEngine, describe: str):
+        self.fingerprint, self.engine, self.describe = fingerprint, engine, describe
+
+    def encode(self, state: TimedState) -> bytes:
+        """Canonical bytes of ``state``."""
+        e = self.engine
+        doc = {"format": FORMAT, "query": self.fingerprint, "mode": "down-sets",
+               "now": state.now,
+               "cache": [[list(t) for t in state.cache[o]] for o in e.occs],
+               "summaries": [[[list(k), list(x.rep), x.count] for k, x in
+                              sorted(state.summaries[d].items(), key=lambda i: order_key(i[0]))]
+                             for d in e.downs],
+               "emitted": sorted((list(r) for r in state.emitted), key=order_key)}
+        return canonical(doc).encode()
+
+    def decode(self, data: bytes) -> TimedState:
+        """The state :meth:`encode` wrote; refuses states of another query or engine."""
+        try:
+            doc = json.loads(data)
+        except ValueError as err:
+            raise SpjError(f"not an encoded executor state: {err}") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise SpjError("not an encoded executor state (unknown format)")
+        if (doc.get("query"), doc.get("mode")) != (self.fingerprint, "down-sets"):
+            raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
+                           f"runs {self.describe!r} on down-set summaries")
+        e = self.engine
+        try:
+            state = e.init()
+            state.now = doc["now"]
+            for o, rows in zip(e.occs, doc["cache"], strict=True):
+                state.cache[o] = [tuple(r) for r in rows]
+            for d, entries in zip(e.downs, doc["summaries"], strict=True):
+                state.summaries[d] = {tuple(k): Entry(tuple(rep), n, None)
+                                      for k, rep, n in entries}
+            state.emitted = {tuple(r) for r in doc["emitted"]}
+            return state
+        except (KeyError, TypeError, ValueError) as err:
+            raise SpjError(f"malformed executor state: {err!r}") from None

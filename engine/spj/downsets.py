@@ -129,31 +129,35 @@ def eb_findings(m: Spj, order: TimeOrder, exact: bool = False
     return []
 
 
-def interface(m: Spj, cl: Closure, d: frozenset[str]) -> list[Attr]:
-    """Attributes of ``d``'s streams that are projected or compared with a stream outside."""
+def interface(spj: Spj, cl: Closure, d: frozenset[str],
+              groups: Mapping[str, str] | None = None) -> list[Attr]:
+    """Attributes of ``d``'s streams that are projected or compared with a stream outside
+    (``groups``: occurrence -> merged stream, when ``spj`` is not merged)."""
+    def stream(a: Attr) -> str:
+        return groups[a.occ] if groups is not None else a.occ
+
     out = []
-    for a in m.attrs:
-        if a.occ in d and (a in m.proj or any(
-                b.occ not in d and (cl.le(a, b) or cl.le(b, a)) for b in m.attrs)):
+    for a in spj.attrs:
+        if stream(a) in d and (a in spj.proj or any(
+                stream(b) not in d and (cl.le(a, b) or cl.le(b, a)) for b in spj.attrs)):
             out.append(a)
     return out
 
 
 def downset_synopsis(m: Spj, cl: Closure, order: TimeOrder) -> Synopsis:
-    """Per proper down-set: one entry per bucket of its bounded interface attributes holding
-    their values and a count (bag) or the extreme value of the unbounded class (set)."""
+    """Per proper down-set: per §7 bucket of its interface attributes, a representative and a
+    count (bag) or the extreme representatives of the unbounded class (set)."""
     emitted = 0
     if not m.bag:
         emitted = math.prod(int(cl.upper(a) - cl.lower(a) + 1) for a in m.proj) * len(m.proj) \
             if m.proj else 1
     layout, units = {}, emitted
     for d in order.down_sets():
-        attrs = interface(m, cl, d)
-        keyed = [a for a in attrs if cl.bounded(a)]
+        keyed = interface(m, cl, d)
         nb = math.prod(buckets(cl, a, m.constants) for a in keyed)
         layout["{" + ", ".join(sorted(d)) + "}"] = {
-            "key": [str(a) for a in keyed], "entries": nb,
-            "entry": "(key, count)" if m.bag else "(key, extreme value)"}
-        units += nb * (len(keyed) + 1)
+            "key": [str(a) for a in keyed], "buckets": nb,
+            "entry": "(representative, count)" if m.bag else "t_max / t_min representatives"}
+        units += nb * (len(keyed) + 1 if m.bag else max(2 * len(keyed), 1))
     note = "down-set synopses" + ("" if m.bag else f" plus an emitted set of ≤ {emitted} units")
     return Synopsis(layout, units, note)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .analysis import Analysis
 from .checker import check as fig2
 from .closure import Closure
@@ -12,8 +14,18 @@ from .rules import spj_verdict
 from .synopsis import spj_synopsis
 
 SYNOPSIS, FULL_HISTORY = "synopsis", "full-history"
-Source = tuple[Spj, Closure, int]
-"""What a synopsis run needs: the analysed query, its closure and the memory bound in units."""
+
+
+@dataclass(frozen=True)
+class DownSets:
+    """Run on the down-set engine (application time); ``units``: the analyser's bound."""
+
+    units: int
+
+
+Source = tuple[Spj, Closure, int] | DownSets
+"""What a synopsis run needs: the analysed query, its closure and the memory bound in units
+(bucket synopses), or the down-set engine's bound."""
 
 
 def refusal(a: Analysis) -> str:
@@ -38,11 +50,12 @@ def synopsis_source(a: Analysis) -> Source | str:
     units = a.synopsis.units
     if q.timestamps and not q.aggregate:
         v = spj_verdict(q)  # timestamps read as integers: Arasu's synopses apply (rule E-a)
+        if not v.bounded and not q.distinct:
+            return DownSets(units)
         if not v.bounded:
-            rules = "rule E-b" if q.distinct else "rules G1–G3"
-            return (f"application-time {q.semantics} query certified only by {rules} "
-                    "(timestamp order): not supported by the executor yet (it needs the "
-                    "down-set engine of design/spj-application-time.md §4.4); "
+            return ("application-time set query certified only by rule E-b (timestamp "
+                    "order): not supported by the executor yet (it needs the down-set engine "
+                    "of design/spj-application-time.md §4.4 with extreme representatives); "
                     "allow_unbounded=True runs it on the full history")
         units = spj_synopsis(v.spj, v.closure).units
     if q.distinct and not q.aggregate and q.has_self_join and len(v.spj.occs) > 1 \
