@@ -129,11 +129,17 @@ class TimedFormat:
         doc = {"format": FORMAT, "query": self.fingerprint, "mode": "down-sets",
                "now": state.now,
                "cache": [[list(t) for t in state.cache[o]] for o in e.occs],
-               "summaries": [[[list(k), list(x.rep), x.count] for k, x in
+               "summaries": [[[list(k), *self._entry(x)] for k, x in
                               sorted(state.summaries[d].items(), key=lambda i: order_key(i[0]))]
                              for d in e.downs],
                "emitted": sorted((list(r) for r in state.emitted), key=order_key)}
         return canonical(doc).encode()
+
+    def _entry(self, x: Entry | Bucket) -> list:
+        """A bag bucket as [representative, count], a set bucket as [{role: representative}]."""
+        if isinstance(x, Entry):
+            return [list(x.rep), x.count]
+        return [{r: list(t) for r, t in x.roles.items()}]
 
     def decode(self, data: bytes) -> TimedState:
         """The state :meth:`encode` wrote; refuses states of another query or engine."""
@@ -153,9 +159,10 @@ class TimedFormat:
             for o, rows in zip(e.occs, doc["cache"], strict=True):
                 state.cache[o] = [tuple(r) for r in rows]
             for d, entries in zip(e.downs, doc["summaries"], strict=True):
-                state.summaries[d] = {tuple(k): Entry(tuple(rep), n, None)
-                                      for k, rep, n in entries}
+                state.summaries[d] = {
+                    tuple(k): Entry(tuple(rest[0]), rest[1], None) if e.bag else
+                    Bucket({r: tuple(t) for r, t in rest[0].items()}) for k, *rest in entries}
             state.emitted = {tuple(r) for r in doc["emitted"]}
             return state
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
             raise SpjError(f"malformed executor state: {err!r}") from None

@@ -154,8 +154,10 @@ class SpjExecutor:
     def _timed_step(self, state: TimedState, batch: list[Event]) -> list[dict]:
         self._timed.check_order(state, batch)
         added = self._timed.step(state, batch)
-        proj = tuple(range(len(self.analysis.query.projection)))
-        sink = BagSink(self.output_columns, proj, self.analysis.query.constants)
+        q = self.analysis.query
+        proj = tuple(range(len(q.projection)))
+        sink = BagSink(self.output_columns, proj, q.constants) if self.kind == "bag" else \
+            SetSink(self.output_columns, proj, state.emitted, q.constants)
         for values, n in added.items():
             sink.add(list(values), [], n)
         return sink.rows()

@@ -50,13 +50,8 @@ def synopsis_source(a: Analysis) -> Source | str:
     units = a.synopsis.units
     if q.timestamps and not q.aggregate:
         v = spj_verdict(q)  # timestamps read as integers: Arasu's synopses apply (rule E-a)
-        if not v.bounded and not q.distinct:
-            return DownSets(units)
         if not v.bounded:
-            return ("application-time set query certified only by rule E-b (timestamp "
-                    "order): not supported by the executor yet (it needs the down-set engine "
-                    "of design/spj-application-time.md §4.4 with extreme representatives); "
-                    "allow_unbounded=True runs it on the full history")
+            return DownSets(units)  # rules G1–G3 (bag) or E-b (set)
         units = spj_synopsis(v.spj, v.closure).units
     if q.distinct and not q.aggregate and q.has_self_join and len(v.spj.occs) > 1 \
             and v.closure.sat and fig2(v.spj, v.closure):
