@@ -17,6 +17,7 @@ from typing import Any
 from .aggregates import AggOp
 from .batches import Batches
 from .errors import SpjError
+from .pieces import PieceEngine, PiecesState
 from .plan import REPS
 from .state import Bucket, Entry, SpjState
 from .timed import DownSetEngine, TimedState
@@ -57,19 +58,23 @@ class StateFormat:
             "emitted": sorted((list(r) for r in state.emitted), key=order_key),
             "groups": [[list(g), self._enc_acc(acc)] for g, acc in
                        sorted(state.groups.items(), key=lambda x: order_key(x[0]))]}
-        if self.batches.full_history:
-            doc["rows"] = [[list(t) for t in rows] for rows in state.rows]
-        elif self.batches.plan.path == REPS:
-            doc["reps"] = [[[list(b), {r: list(t) for r, t in bk.roles.items()},
-                             self._enc_parts(bk.parts)] for b, bk in
-                            sorted(buckets.items(), key=lambda x: order_key(x[0]))]
-                           for buckets in state.reps]
-        else:
-            doc["buckets"] = [[[list(b), list(e.rep), e.count, self._enc_parts(e.parts)]
-                               for b, e in sorted(s.entries.items(),
-                                                  key=lambda x: order_key(x[0]))]
-                              for s in state.stores]
+        doc.update(self.body(state))
         return canonical(doc).encode()
+
+    def body(self, state: SpjState) -> dict[str, Any]:
+        """The stored tuples, buckets or representatives of ``state`` (no header, no emitted
+        set, no groups)."""
+        if self.batches.full_history:
+            return {"rows": [[list(t) for t in rows] for rows in state.rows]}
+        if self.batches.plan.path == REPS:
+            return {"reps": [[[list(b), {r: list(t) for r, t in bk.roles.items()},
+                               self._enc_parts(bk.parts)] for b, bk in
+                              sorted(buckets.items(), key=lambda x: order_key(x[0]))]
+                             for buckets in state.reps]}
+        return {"buckets": [[[list(b), list(e.rep), e.count, self._enc_parts(e.parts)]
+                             for b, e in sorted(s.entries.items(),
+                                                key=lambda x: order_key(x[0]))]
+                            for s in state.stores]}
 
     def decode(self, data: bytes) -> SpjState:
         """The state :meth:`encode` wrote; refuses states of another query or mode."""
@@ -101,6 +106,11 @@ class StateFormat:
         state.emitted = {tuple(r) for r in doc["emitted"]}
         state.groups = {tuple(g): [a.decode(x) for a, x in zip(self.aggs, acc, strict=True)]
                         for g, acc in doc["groups"]}
+        self.load_body(state, doc)
+        return state
+
+    def load_body(self, state: SpjState, doc: dict) -> None:
+        """Fill the empty ``state`` from what :meth:`body` wrote."""
         if self.batches.full_history:
             for i, rows in enumerate(doc["rows"]):
                 self.batches.load_rows(state, i, [tuple(r) for r in rows])
@@ -114,7 +124,6 @@ class StateFormat:
                 for b, rep, count, parts in entries:
                     state.stores[i].add(tuple(b), Entry(tuple(rep), count,
                                                         self._dec_parts(parts)))
-        return state
 
 
 class TimedFormat:
@@ -165,4 +174,40 @@ class TimedFormat:
             state.emitted = {tuple(r) for r in doc["emitted"]}
             return state
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+            raise SpjError(f"malformed executor state: {err!r}") from None
+
+
+class PiecesFormat:
+    """Encodes and decodes the states of one set self-join run per derived LTO query."""
+
+    def __init__(self, fingerprint: str, engine: PieceEngine, describe: str):
+        self.fingerprint, self.engine, self.describe = fingerprint, engine, describe
+        self.parts = [StateFormat(fingerprint, "synopsis", b, [], describe)
+                      for b in engine.batches]
+
+    def encode(self, state: PiecesState) -> bytes:
+        """Canonical bytes of ``state``."""
+        doc = {"format": FORMAT, "query": self.fingerprint, "mode": "pieces",
+               "emitted": sorted((list(r) for r in state.emitted), key=order_key),
+               "pieces": [f.body(s) for f, s in zip(self.parts, state.pieces, strict=True)]}
+        return canonical(doc).encode()
+
+    def decode(self, data: bytes) -> PiecesState:
+        """The state :meth:`encode` wrote; refuses states of another query or engine."""
+        try:
+            doc = json.loads(data)
+        except ValueError as err:
+            raise SpjError(f"not an encoded executor state: {err}") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise SpjError("not an encoded executor state (unknown format)")
+        if (doc.get("query"), doc.get("mode")) != (self.fingerprint, "pieces"):
+            raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
+                           f"runs {self.describe!r} per derived LTO query")
+        try:
+            state = self.engine.init()
+            state.emitted.update(tuple(r) for r in doc["emitted"])
+            for f, s, body in zip(self.parts, state.pieces, doc["pieces"], strict=True):
+                f.load_body(s, body)
+            return state
+        except (KeyError, TypeError, ValueError, IndexError) as err:
             raise SpjError(f"malformed executor state: {err!r}") from None

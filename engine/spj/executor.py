@@ -41,11 +41,12 @@ from collections.abc import Mapping, Sequence
 
 from .analysis import Analysis, analyze
 from .batches import Batches
-from .codec import StateFormat, TimedFormat
+from .codec import PiecesFormat, StateFormat, TimedFormat
 from .errors import SpjError
 from .model import Query
-from .modes import FULL_HISTORY, SYNOPSIS, DownSets, choose_mode, full_spj, synopsis_source
+from .modes import FULL_HISTORY, SYNOPSIS, DownSets, PerLto, choose_mode, full_spj, synopsis_source
 from .parse import Schemas
+from .pieces import PieceEngine, PiecesState
 from .plan import REPS, Event, Plan, Row
 from .sinks import AggSink, BagSink, SetSink, Sink
 from .state import SpjState, size
@@ -66,9 +67,9 @@ class SpjExecutor:
     """Run one SPJ(+aggregate) query incrementally: ``init``, ``step``, ``encode``/``decode``.
 
     Attributes: ``analysis`` (the analyser's verdict), ``mode`` (``"synopsis"`` or
-    ``"full-history"``), ``engine`` (``"buckets"`` or ``"down-sets"``), ``kind`` (``"bag"``,
-    ``"set"`` or ``"agg"``), ``bound`` (the memory bound in units of the synopsis run, None on
-    the full history) and ``output_columns``.
+    ``"full-history"``), ``engine`` (``"buckets"``, ``"down-sets"`` or ``"per-lto"``),
+    ``kind`` (``"bag"``, ``"set"`` or ``"agg"``), ``bound`` (the memory bound in units of the
+    synopsis run, None on the full history) and ``output_columns``.
     """
 
     def __init__(self, sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = None,
@@ -88,12 +89,20 @@ class SpjExecutor:
         self.output_columns: list[str] = _names(query) + (["count"] if self.kind == "bag" else [])
         fingerprint = hashlib.sha256(f"{query!r}|{self.mode}".encode()).hexdigest()[:16]
         self._timed: DownSetEngine | None = None
-        #: ``"buckets"`` (§7 synopses or the full history) or ``"down-sets"`` (application time)
+        #: ``"buckets"`` (§7 synopses or the full history), ``"down-sets"`` (application time)
+        #: or ``"per-lto"`` (set self-joins bounded per derived LTO query)
         self.engine = "buckets"
+        self._pieces: PieceEngine | None = None
         if self.mode == SYNOPSIS and isinstance(source, DownSets):
             self._timed, self.bound = DownSetEngine(query), source.units
             self._timed_format = TimedFormat(fingerprint, self._timed, sql)
             self.engine = "down-sets"
+            return
+        if self.mode == SYNOPSIS and isinstance(source, PerLto):
+            self._pieces = PieceEngine(query, source.spj)
+            self.bound = self._pieces.units
+            self._pieces_format = PiecesFormat(fingerprint, self._pieces, sql)
+            self.engine = "per-lto"
             return
         if self.mode == SYNOPSIS:
             spj, cl, self.bound = source
@@ -116,8 +125,10 @@ class SpjExecutor:
                                 if (stream, c) in used)
         return out
 
-    def init(self) -> SpjState | TimedState:
+    def init(self) -> SpjState | TimedState | PiecesState:
         """The empty state."""
+        if self._pieces is not None:
+            return self._pieces.init()
         return self._timed.init() if self._timed else self._batches.init()
 
     def check(self, stream: str, row: Row) -> str | None:
@@ -134,8 +145,8 @@ class SpjExecutor:
                 return f"stream {stream!r}, column {col!r}: value {v!r} is not {EXPECTED[kind]}"
         return None
 
-    def step(self, state: SpjState | TimedState, events: Sequence[Event]
-             ) -> tuple[SpjState | TimedState, list[dict]]:
+    def step(self, state: SpjState | TimedState | PiecesState, events: Sequence[Event]
+             ) -> tuple[SpjState | TimedState | PiecesState, list[dict]]:
         """Process one batch; returns the (same, updated) state and the output increment.
 
         Every row is checked first: a bad row raises :class:`SpjError` and leaves the state
@@ -147,6 +158,9 @@ class SpjExecutor:
                 raise SpjError(reason)
         if self._timed is not None:
             return state, self._timed_step(state, batch)
+        if self._pieces is not None:
+            return state, self._pieces.step(state, batch, self.output_columns,
+                                            self.analysis.query.constants)
         sink = self._sink(state)
         self._batches.step(state, batch, sink)
         return state, sink.rows()
@@ -172,22 +186,28 @@ class SpjExecutor:
         return AggSink(self.analysis.query, self.output_columns, p.group_slots, p.aggs,
                        state.groups, p.path == REPS)
 
-    def size(self, state: SpjState | TimedState) -> int:
+    def size(self, state: SpjState | TimedState | PiecesState) -> int:
         """Stored entries: tuples (full history) or buckets/representatives, emitted rows, groups
         and value -> count pairs of holistic aggregates."""
         if self._timed is not None:
             return self._timed.size(state)
+        if self._pieces is not None:
+            return self._pieces.size(state)
         return size(state, self._plan.aggs, self.mode == FULL_HISTORY)
 
-    def encode(self, state: SpjState | TimedState) -> bytes:
+    def encode(self, state: SpjState | TimedState | PiecesState) -> bytes:
         """Canonical bytes of ``state`` (sorted JSON, integers at a fixed width); equal states
         give equal bytes, and a synopsis whose counters grow keeps its size."""
         if self._timed is not None:
             return self._timed_format.encode(state)
+        if self._pieces is not None:
+            return self._pieces_format.encode(state)
         return self._format.encode(state)
 
-    def decode(self, data: bytes) -> SpjState | TimedState:
+    def decode(self, data: bytes) -> SpjState | TimedState | PiecesState:
         """The state ``encode`` wrote; refuses states of another query or mode."""
         if self._timed is not None:
             return self._timed_format.decode(data)
+        if self._pieces is not None:
+            return self._pieces_format.decode(data)
         return self._format.decode(data)

@@ -23,9 +23,17 @@ class DownSets:
     units: int
 
 
-Source = tuple[Spj, Closure, int] | DownSets
+@dataclass(frozen=True)
+class PerLto:
+    """Run a set self-join per derived LTO query of ``spj`` (its redundant occurrences removed
+    in each); the engine computes its bound."""
+
+    spj: Spj
+
+
+Source = tuple[Spj, Closure, int] | DownSets | PerLto
 """What a synopsis run needs: the analysed query, its closure and the memory bound in units
-(bucket synopses), or the down-set engine's bound."""
+(bucket synopses), the down-set engine's bound, or the query to split per derived LTO query."""
 
 
 def refusal(a: Analysis) -> str:
@@ -55,9 +63,7 @@ def synopsis_source(a: Analysis) -> Source | str:
         units = spj_synopsis(v.spj, v.closure).units
     if q.distinct and not q.aggregate and q.has_self_join and len(v.spj.occs) > 1 \
             and v.closure.sat and fig2(v.spj, v.closure):
-        return ("set self-join bounded only after removing redundant occurrences per derived "
-                "LTO query: not supported by the synopsis executor yet; allow_unbounded=True "
-                "runs it on the full history")
+        return PerLto(v.spj)  # bounded only after removing redundant occurrences per piece
     return v.spj, v.closure, units
 
 
