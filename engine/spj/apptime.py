@@ -46,13 +46,15 @@ def _bag_verdict(query: Query, order: TimeOrder) -> Verdict:
                          "(conservative)")
     if len(order.streams) <= 1:
         verdict.notes.append("one (merged) stream: a per-step filter")
+        verdict.synopsis = downset_synopsis(m, m.closure(), order)
         return verdict
     joins = Spj(m.occs, (), m.atoms, True)  # projections are G3's
     found = [(f, explain(f, "", {"C2": "G1", "C3": "G2"}[f.condition]))
              for f in check(joins, joins.closure())]
     violations = [v for _, v in found] + _g3(query, m, order)
-    verdict.synopsis = downset_synopsis(m, m.closure(), order)
-    if violations:
+    if not violations:
+        verdict.synopsis = downset_synopsis(m, m.closure(), order)
+    else:
         verdict.bounded, verdict.proof = False, "not_certified"
         verdict.violations = violations
         verdict.findings = [replace(f, condition=v.condition) for f, v in found]

@@ -59,6 +59,7 @@ def test_set_query_bounded_only_through_the_earlier_streams_extreme_value() -> N
     assert a.synopsis is not None and a.synopsis.units > 0
     bag = analyze(sql.replace("DISTINCT ", ""), SCHEMAS, STAMPS)
     assert not bag.bounded and {v.condition for v in bag.violations} == {"G2"}
+    assert bag.synopsis is None and "synopsis" not in bag.to_json()
 
 
 def test_set_query_with_two_interface_classes_is_not_certified() -> None:
