@@ -91,7 +91,7 @@ class DownSetEngine:
         self.members = {g: [o for o in self.occs if self.order.groups[o] == g]
                         for g in self.order.streams}
         self.bag = not query.distinct
-        self._ints, self._int_cl = ints, int_cl
+        self._ints = ints
         self._ref_cache: dict[tuple[Down, tuple], tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     # -- state -------------------------------------------------------------------------------
