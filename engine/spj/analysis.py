@@ -67,8 +67,9 @@ def analyze(sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = N
     if not query.aggregate and not query.projection:
         verdict.notes.append("no projected attributes: the answer is " + (
             "whether some result exists" if query.distinct else "the number of result tuples"))
-    synopsis = None
-    if verdict.bounded and verdict.spj is not None and verdict.closure is not None:
+    synopsis = verdict.synopsis
+    if synopsis is None and verdict.bounded and verdict.spj is not None \
+            and verdict.closure is not None:
         if query.aggregate:
             synopsis = aggregate_synopsis(verdict.spj, verdict.closure, query.group_by,
                                           query.aggregates)

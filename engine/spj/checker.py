@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 
 from .closure import Closure
@@ -63,12 +64,14 @@ def joined(spj: Spj, cl: Closure) -> tuple[Attr, ...]:
         for y in spj.attrs))
 
 
-def check(spj: Spj, cl: Closure | None = None) -> list[Finding]:
-    """Fig. 2; an empty list means bounded. Step 4 reports the first violating subquery."""
+def check(spj: Spj, cl: Closure | None = None,
+          keep: Callable[[Finding], bool] | None = None) -> list[Finding]:
+    """Fig. 2; an empty list means bounded. Step 4 reports the first violating subquery.
+    ``keep`` restricts the conditions checked to the findings it accepts."""
     cl = cl or spj.closure()
     if not cl.sat or (spj.bag and len(spj.occs) == 1):
         return []
-    found = c1_c2(spj, cl)
+    found = [f for f in c1_c2(spj, cl) if keep is None or keep(f)]
     cands = joined(spj, cl)
     for size in (2, 3, 4) if not spj.bag else (2,):
         for xs in itertools.combinations(cands, size):
@@ -78,7 +81,8 @@ def check(spj: Spj, cl: Closure | None = None) -> list[Finding]:
             for lto in derived_ltos(sub):
                 # C2 can also arise inside an LTO when <= joins meet filters (A=B, B<=E<=A)
                 new = [f for f in lto_conditions(sub, lto)
-                       if not (f.condition == "C2" and cl.eq(*f.attrs))]
+                       if not (f.condition == "C2" and cl.eq(*f.attrs))
+                       and (keep is None or keep(f))]
                 if new:
                     return [*found, lift(spj, cl, new[0], xs)]
     return found

@@ -41,14 +41,16 @@ from collections.abc import Mapping, Sequence
 
 from .analysis import Analysis, analyze
 from .batches import Batches
-from .codec import StateFormat
+from .codec import PiecesFormat, StateFormat, TimedFormat
 from .errors import SpjError
 from .model import Query
-from .modes import FULL_HISTORY, SYNOPSIS, choose_mode, full_spj, synopsis_source
+from .modes import FULL_HISTORY, SYNOPSIS, DownSets, PerLto, choose_mode, full_spj, synopsis_source
 from .parse import Schemas
+from .pieces import PieceEngine, PiecesState
 from .plan import REPS, Event, Plan, Row
 from .sinks import AggSink, BagSink, SetSink, Sink
 from .state import SpjState, size
+from .timed import DownSetEngine, TimedState
 from .values import EXPECTED, fits, value_kind
 
 
@@ -65,8 +67,9 @@ class SpjExecutor:
     """Run one SPJ(+aggregate) query incrementally: ``init``, ``step``, ``encode``/``decode``.
 
     Attributes: ``analysis`` (the analyser's verdict), ``mode`` (``"synopsis"`` or
-    ``"full-history"``), ``kind`` (``"bag"``, ``"set"`` or ``"agg"``), ``bound`` (the memory bound
-    in units of the synopsis run, None on the full history) and ``output_columns``.
+    ``"full-history"``), ``engine`` (``"buckets"``, ``"down-sets"`` or ``"per-lto"``),
+    ``kind`` (``"bag"``, ``"set"`` or ``"agg"``), ``bound`` (the memory bound in units of the
+    synopsis run, None on the full history) and ``output_columns``.
     """
 
     def __init__(self, sql: str, schemas: Schemas, timestamps: Mapping[str, str] | None = None,
@@ -82,6 +85,25 @@ class SpjExecutor:
         self.mode = choose_mode(self.analysis, source, mode, allow_unbounded)
         self.kind = "agg" if query.aggregate else "set" if query.distinct else "bag"
         self.bound: int | None = None
+        self._read = self._read_columns(schemas)
+        self.output_columns: list[str] = _names(query) + (["count"] if self.kind == "bag" else [])
+        fingerprint = hashlib.sha256(f"{query!r}|{self.mode}".encode()).hexdigest()[:16]
+        self._timed: DownSetEngine | None = None
+        #: ``"buckets"`` (§7 synopses or the full history), ``"down-sets"`` (application time)
+        #: or ``"per-lto"`` (set self-joins bounded per derived LTO query)
+        self.engine = "buckets"
+        self._pieces: PieceEngine | None = None
+        if self.mode == SYNOPSIS and isinstance(source, DownSets):
+            self._timed, self.bound = DownSetEngine(query), source.units
+            self._timed_format = TimedFormat(fingerprint, self._timed, sql)
+            self.engine = "down-sets"
+            return
+        if self.mode == SYNOPSIS and isinstance(source, PerLto):
+            self._pieces = PieceEngine(query, source.spj)
+            self.bound = self._pieces.units
+            self._pieces_format = PiecesFormat(fingerprint, self._pieces, sql)
+            self.engine = "per-lto"
+            return
         if self.mode == SYNOPSIS:
             spj, cl, self.bound = source
         else:
@@ -90,9 +112,6 @@ class SpjExecutor:
         full = self.mode == FULL_HISTORY
         self._plan = Plan(query, spj, cl, self.kind, full)
         self._batches = Batches(self._plan, full)
-        self._read = self._read_columns(schemas)
-        self.output_columns: list[str] = _names(query) + (["count"] if self.kind == "bag" else [])
-        fingerprint = hashlib.sha256(f"{query!r}|{self.mode}".encode()).hexdigest()[:16]
         self._format = StateFormat(fingerprint, self.mode, self._batches, self._plan.aggs, sql)
 
     def _read_columns(self, schemas: Schemas) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -106,9 +125,11 @@ class SpjExecutor:
                                 if (stream, c) in used)
         return out
 
-    def init(self) -> SpjState:
+    def init(self) -> SpjState | TimedState | PiecesState:
         """The empty state."""
-        return self._batches.init()
+        if self._pieces is not None:
+            return self._pieces.init()
+        return self._timed.init() if self._timed else self._batches.init()
 
     def check(self, stream: str, row: Row) -> str | None:
         """Why ``row`` cannot be processed (unknown stream, missing column, wrong type), or None."""
@@ -124,7 +145,8 @@ class SpjExecutor:
                 return f"stream {stream!r}, column {col!r}: value {v!r} is not {EXPECTED[kind]}"
         return None
 
-    def step(self, state: SpjState, events: Sequence[Event]) -> tuple[SpjState, list[dict]]:
+    def step(self, state: SpjState | TimedState | PiecesState, events: Sequence[Event]
+             ) -> tuple[SpjState | TimedState | PiecesState, list[dict]]:
         """Process one batch; returns the (same, updated) state and the output increment.
 
         Every row is checked first: a bad row raises :class:`SpjError` and leaves the state
@@ -134,9 +156,25 @@ class SpjExecutor:
             reason = self.check(stream, row)
             if reason is not None:
                 raise SpjError(reason)
+        if self._timed is not None:
+            return state, self._timed_step(state, batch)
+        if self._pieces is not None:
+            return state, self._pieces.step(state, batch, self.output_columns,
+                                            self.analysis.query.constants)
         sink = self._sink(state)
         self._batches.step(state, batch, sink)
         return state, sink.rows()
+
+    def _timed_step(self, state: TimedState, batch: list[Event]) -> list[dict]:
+        self._timed.check_order(state, batch)
+        added = self._timed.step(state, batch)
+        q = self.analysis.query
+        proj = tuple(range(len(q.projection)))
+        sink = BagSink(self.output_columns, proj, q.constants) if self.kind == "bag" else \
+            SetSink(self.output_columns, proj, state.emitted, q.constants)
+        for values, n in added.items():
+            sink.add(list(values), [], n)
+        return sink.rows()
 
     def _sink(self, state: SpjState) -> Sink:
         p = self._plan
@@ -148,16 +186,28 @@ class SpjExecutor:
         return AggSink(self.analysis.query, self.output_columns, p.group_slots, p.aggs,
                        state.groups, p.path == REPS)
 
-    def size(self, state: SpjState) -> int:
+    def size(self, state: SpjState | TimedState | PiecesState) -> int:
         """Stored entries: tuples (full history) or buckets/representatives, emitted rows, groups
         and value -> count pairs of holistic aggregates."""
+        if self._timed is not None:
+            return self._timed.size(state)
+        if self._pieces is not None:
+            return self._pieces.size(state)
         return size(state, self._plan.aggs, self.mode == FULL_HISTORY)
 
-    def encode(self, state: SpjState) -> bytes:
+    def encode(self, state: SpjState | TimedState | PiecesState) -> bytes:
         """Canonical bytes of ``state`` (sorted JSON, integers at a fixed width); equal states
         give equal bytes, and a synopsis whose counters grow keeps its size."""
+        if self._timed is not None:
+            return self._timed_format.encode(state)
+        if self._pieces is not None:
+            return self._pieces_format.encode(state)
         return self._format.encode(state)
 
-    def decode(self, data: bytes) -> SpjState:
+    def decode(self, data: bytes) -> SpjState | TimedState | PiecesState:
         """The state ``encode`` wrote; refuses states of another query or mode."""
+        if self._timed is not None:
+            return self._timed_format.decode(data)
+        if self._pieces is not None:
+            return self._pieces_format.decode(data)
         return self._format.decode(data)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .closure import Closure
@@ -177,10 +177,11 @@ def derived_ltos(spj: Spj, cl: Closure | None = None) -> Iterator[Closure]:
         yield from go(0, start)
 
 
-def brute_force(spj: Spj) -> list[Finding]:
-    """Theorem 5.3: the findings of the first derived LTO query that is not bounded."""
+def brute_force(spj: Spj, keep: Callable[[Finding], bool] | None = None) -> list[Finding]:
+    """Theorem 5.3: the findings of the first derived LTO query that is not bounded (only the
+    findings ``keep`` accepts count)."""
     for cl in derived_ltos(spj):
-        found = lto_conditions(spj, cl)
+        found = [f for f in lto_conditions(spj, cl) if keep is None or keep(f)]
         if found:
             return found
     return []

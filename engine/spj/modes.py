@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .analysis import Analysis
 from .checker import check as fig2
 from .closure import Closure
@@ -12,8 +14,26 @@ from .rules import spj_verdict
 from .synopsis import spj_synopsis
 
 SYNOPSIS, FULL_HISTORY = "synopsis", "full-history"
-Source = tuple[Spj, Closure, int]
-"""What a synopsis run needs: the analysed query, its closure and the memory bound in units."""
+
+
+@dataclass(frozen=True)
+class DownSets:
+    """Run on the down-set engine (application time); ``units``: the analyser's bound."""
+
+    units: int
+
+
+@dataclass(frozen=True)
+class PerLto:
+    """Run a set self-join per derived LTO query of ``spj`` (its redundant occurrences removed
+    in each); the engine computes its bound."""
+
+    spj: Spj
+
+
+Source = tuple[Spj, Closure, int] | DownSets | PerLto
+"""What a synopsis run needs: the analysed query, its closure and the memory bound in units
+(bucket synopses), the down-set engine's bound, or the query to split per derived LTO query."""
 
 
 def refusal(a: Analysis) -> str:
@@ -36,19 +56,14 @@ def synopsis_source(a: Analysis) -> Source | str:
         return refusal(a)
     q, v = a.query, a.verdict
     units = a.synopsis.units
-    if q.timestamps and not q.aggregate and not q.distinct:
-        v = spj_verdict(q)
+    if q.timestamps and not q.aggregate:
+        v = spj_verdict(q)  # timestamps read as integers: Arasu's synopses apply (rule E-a)
         if not v.bounded:
-            return ("application-time bag query certified only by rules G1–G3 (timestamp "
-                    "order): not supported by the executor yet (it needs the down-set engine "
-                    "of design/spj-application-time.md §4.4); allow_unbounded=True runs it "
-                    "on the full history")
+            return DownSets(units)  # rules G1–G3 (bag) or E-b (set)
         units = spj_synopsis(v.spj, v.closure).units
     if q.distinct and not q.aggregate and q.has_self_join and len(v.spj.occs) > 1 \
             and v.closure.sat and fig2(v.spj, v.closure):
-        return ("set self-join bounded only after removing redundant occurrences per derived "
-                "LTO query: not supported by the synopsis executor yet; allow_unbounded=True "
-                "runs it on the full history")
+        return PerLto(v.spj)  # bounded only after removing redundant occurrences per piece
     return v.spj, v.closure, units
 
 

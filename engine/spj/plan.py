@@ -79,6 +79,24 @@ def coord(v: Any, consts: tuple[int, ...]) -> int:
     return consts[0] - 1 if v < consts[0] else consts[-1] + 1 if v > consts[-1] else v
 
 
+def make_filter(cl: Closure, cols: Sequence[Attr], compared: set[Attr],
+                isint: Sequence[bool]) -> Filter:
+    """``Filt`` of one occurrence with attributes ``cols`` (``compared``: attributes in some
+    predicate, which may not be NULL; ``isint``: which columns are integers)."""
+    if not cl.sat:
+        return Filter(False)
+    used = [p for p, a in enumerate(cols) if a in compared]
+    ints = [p for p in used if isint[p]]
+    lo = {p: cl.lower(cols[p]) for p in ints}
+    hi = {p: cl.upper(cols[p]) for p in ints}
+    bounds = tuple((p, lo[p], hi[p]) for p in ints if lo[p] > -INF or hi[p] < INF)
+    diffs = tuple((p, q, w) for p in ints for q in ints
+                  if p != q and (w := cl.ub(cols[p], cols[q])) < hi[p] - lo[q])
+    eqs = tuple((p, q) for p in used for q in used if p < q and not isint[p]
+                and not isint[q] and cl.eq(cols[p], cols[q]))
+    return Filter(True, tuple(used), bounds, diffs, eqs)
+
+
 class Plan:
     """The compiled query (read-only after construction).
 
@@ -146,19 +164,7 @@ class Plan:
         return AggOp(agg.func, i, self.cols[i].index(agg.arg))
 
     def _filter(self, i: int) -> Filter:
-        cl, cols = self.closure, self.cols[i]
-        if not cl.sat:
-            return Filter(False)
-        used = [p for p, a in enumerate(cols) if a in self._atom_attrs]
-        ints = [p for p in used if self._isint[i][p]]
-        lo = {p: cl.lower(cols[p]) for p in ints}
-        hi = {p: cl.upper(cols[p]) for p in ints}
-        bounds = tuple((p, lo[p], hi[p]) for p in ints if lo[p] > -INF or hi[p] < INF)
-        diffs = tuple((p, q, w) for p in ints for q in ints
-                      if p != q and (w := cl.ub(cols[p], cols[q])) < hi[p] - lo[q])
-        eqs = tuple((p, q) for p in used for q in used if p < q and not self._isint[i][p]
-                    and not self._isint[i][q] and cl.eq(cols[p], cols[q]))
-        return Filter(True, tuple(used), bounds, diffs, eqs)
+        return make_filter(self.closure, self.cols[i], self._atom_attrs, self._isint[i])
 
     def _links(self, j: int, bound: list[int]) -> list[tuple[int, int]]:
         """(position in ``j``, slot of a bound attribute) pairs that must be equal."""

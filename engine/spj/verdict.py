@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .closure import Closure
 from .lto import Finding, Spj
 from .model import Attr
+from .synopsis import Synopsis
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Verdict:
     proof: str = "exact"  # "exact" | "sufficient" (bounded) | "not_certified" (rejected)
     spj: Spj | None = None
     closure: Closure | None = None
+    #: The synopsis the rules certified, when it is not the §7 one built from ``spj``.
+    synopsis: Synopsis | None = None
 
 
 def placement(cl: Closure, a: Attr) -> str:

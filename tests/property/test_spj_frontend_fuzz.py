@@ -119,3 +119,64 @@ def test_front_end_raises_only_spj_errors(seed: int) -> None:
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert min(outcomes.values()) > 0, outcomes  # mutations keep some queries valid
+
+
+# -- every query of the supported class gets a verdict -------------------------------------------
+INTS = {"S": ("A", "B", "C"), "T": ("D", "E")}
+
+
+def class_query(rng: random.Random) -> str:
+    """A random query of the class in engine/spj/README.md (``Supported SQL``)."""
+    streams = rng.choices(("S", "T"), k=rng.choice((1, 2, 2, 3)))
+    aliases = [f"{s.lower()}{i}" for i, s in enumerate(streams)]
+    ints = [f"{a}.{c}" for s, a in zip(streams, aliases, strict=True) for c in INTS[s]]
+    stamps = [f"{a}.ts" for a in aliases]
+    names = [f"{a}.N" for s, a in zip(streams, aliases, strict=True) if s == "S"]
+    conds = []
+    for _ in range(rng.randint(0, 5)):
+        form = rng.randrange(5)
+        op = rng.choice(("=", "<", ">", "<=", ">="))
+        if form == 0:
+            conds.append(f"{rng.choice(ints)} {op} {rng.choice(ints)}")
+        elif form == 1:
+            conds.append(f"{rng.choice(ints + stamps)} {op} {rng.randint(-3, 12)}")
+        elif form == 2:
+            conds.append(f"{rng.choice(ints)} BETWEEN {rng.randint(-2, 5)} AND {rng.randint(3, 9)}")
+        elif form == 3:
+            conds.append(f"{rng.choice(stamps)} {op} {rng.choice(stamps)}")
+        elif len(names) > 1:
+            conds.append(f"{names[0]} = {names[-1]}")
+    distinct = rng.random() < 0.5
+    if rng.random() < 0.3:  # aggregates
+        group = rng.sample(ints + names, rng.randint(0, 1))
+        aggs = [rng.choice(["COUNT(*)", f"COUNT({rng.choice(ints + names)})",
+                            f"SUM({rng.choice(ints)})", f"AVG({rng.choice(ints)})",
+                            f"MIN({rng.choice(ints + names)})", f"MAX({rng.choice(ints)})",
+                            f"MEDIAN({rng.choice(ints)})", f"COUNT(DISTINCT {rng.choice(ints)})"])
+                for _ in range(rng.randint(1, 2))]
+        select = ", ".join(group + aggs + rng.sample(["1", "'k'"], rng.randint(0, 1)))
+        tail = f" GROUP BY {group[0]}" if group else ""
+    else:
+        items = rng.sample(ints + names, rng.randint(0, 2)) + rng.sample(["1", "'k'", "TRUE"],
+                                                                         rng.randint(0, 1))
+        select = ", ".join(items) or "2"
+        tail = ""
+    froms = [f"{s} {a}" if rng.random() < 0.5 else f"{s} AS {a}"
+             for s, a in zip(streams, aliases, strict=True)]
+    if len(froms) > 1 and conds and rng.random() < 0.4:
+        from_sql = f"{froms[0]} JOIN {froms[1]} ON {conds.pop()}" + "".join(
+            f", {f}" for f in froms[2:])
+    else:
+        from_sql = ", ".join(froms)
+    where = f" WHERE {' AND '.join(conds)}" if conds else ""
+    return f"SELECT {'DISTINCT ' if distinct else ''}{select} FROM {from_sql}{where}{tail}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_query_of_the_class_gets_a_verdict(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(150):
+        sql, timed = class_query(rng), rng.random() < 0.5
+        a = analyze(sql, SCHEMAS, STAMPS if timed else None)
+        assert a.violations or a.bounded, sql
+        assert a.to_json()["semantics"] in ("bag", "set")

@@ -222,14 +222,21 @@ def test_application_time_set_query_runs_on_synopses() -> None:
     assert out == [[], [{"S.A": 1}]]  # T at 3 is earlier than S at 5; T at 9 is later
 
 
-def test_application_time_bag_query_of_rules_g1_g3_is_not_supported_yet() -> None:
+def test_application_time_bag_query_of_rules_g1_g3_runs_on_down_sets() -> None:
     sql = "SELECT S.A FROM S, T WHERE S.ts < T.ts AND S.A = 1"
-    with pytest.raises(SpjError, match="not supported by the executor yet"):
-        SpjExecutor(sql, TS, STAMPS)
-    ex = SpjExecutor(sql, TS, STAMPS, allow_unbounded=True)
-    _, out = run(ex, [[("S", {"A": 1, "ts": 1}), ("S", {"A": 1, "ts": 2}),
-                       ("T", {"D": 0, "ts": 2})]])
-    assert (ex.mode, out) == ("full-history", [[{"S.A": 1, "count": 1}]])  # only ts 1 < 2
+    ex = SpjExecutor(sql, TS, STAMPS)
+    assert ex.mode == "synopsis" and ex.bound == 2  # S.A = 1: one bucket (value, count)
+    state, out = run(ex, [[("S", {"A": 1, "ts": 1}), ("S", {"A": 1, "ts": 2}),
+                           ("T", {"D": 0, "ts": 2})], [("T", {"D": 5, "ts": 3})]])
+    # T at 2 joins only S at 1 (2 < 2 fails); T at 3 joins both S tuples
+    assert out == [[{"S.A": 1, "count": 1}], [{"S.A": 1, "count": 2}]]
+    assert ex.size(state) == 1
+    with pytest.raises(SpjError, match="timestamp order"):
+        ex.step(state, [("S", {"A": 1, "ts": 2})])
+    full = SpjExecutor(sql, TS, STAMPS, mode="full-history")
+    _, out = run(full, [[("S", {"A": 1, "ts": 1}), ("S", {"A": 1, "ts": 2}),
+                         ("T", {"D": 0, "ts": 2})]])
+    assert (full.mode, out) == ("full-history", [[{"S.A": 1, "count": 1}]])
 
 
 # -- projections on no attributes ------------------------------------------------------------------
