@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: the laws are checked on a shared 2-core machine whose load varies,
+# and a slow example is not a wrong one (each test bounds its examples instead).
+settings.register_profile("reprise", deadline=None)
+settings.load_profile("reprise")
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ["REPRISE_SPARK_MASTER"] = os.environ.get("REPRISE_TEST_SPARK_MASTER", "local[2]")
