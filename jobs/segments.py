@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
+from .replay import ReplayError
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 
 if TYPE_CHECKING:
@@ -107,6 +108,11 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
             return
         now = set(storage.live_files(path))
         then = set(storage.live_files(path, version)) if version is not None else set()
+        gone = [f.path for f in then - now if not os.path.exists(f.path)]
+        if gone:
+            raise ReplayError(f"run {run_id}: cannot rewind {kind} to version {version}: its "
+                              f"file {gone[0]} was vacuumed (`reprise gc`); replay the query "
+                              "afresh with another --run-id")
         commit(kind, sorted(then - now), sorted(f.path for f in now - then))
 
     back_to("output", last_kept["output_version"] if last_kept else None)
