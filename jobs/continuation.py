@@ -18,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
 
 from engine.spj.inputs import EVENT_TIME, STREAM
 
 from . import plans
-from .arrival import input_index, sequenced
+from .arrival import sequenced
 from .merged import merged_events
 from .replay import BatchReport, Replay, ReplayError, RunInfo, fingerprint, read_run, resolve_cuts
 from .run_lock import run_lock
@@ -39,6 +41,8 @@ class Continuation:
     segment: dict | None
     fresh_reason: str = ""
     manifest: pa.Table | None = None
+    #: The run was complete when the segment was planned: no attempt left staged files behind.
+    clean: bool = False
 
 
 def latest_completed(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
@@ -72,7 +76,7 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
         result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")
     else:
         result = extend(replay, info, log)
-    result.manifest = replay.run(result.info, on_batch)
+    result.manifest = replay.run(result.info, on_batch, clean=not result.clean)
     return result
 
 
@@ -89,11 +93,11 @@ def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) ->
         sources = replay._pin_sources(ctx.query, None)
         old = info.sources or {"input": info.input_version}
         if not reason and sources == old:
-            return Continuation(info, None)
+            return Continuation(info, None, clean=True)
         if not reason and ctx.merged:
             reason = _merge_order_problem(replay, info, ctx, sources)
         if not reason:
-            return Continuation(info, _next_segment(replay, info, ctx, sources, old))
+            return Continuation(info, _next_segment(replay, info, ctx, sources, old), clean=True)
     log(f"{info.run_id}: cannot be continued ({reason}); replaying {info.query} from scratch")
     fresh = replay.prepare(info.query, plan=info.plan)
     if fresh.run_id == info.run_id:
@@ -144,6 +148,38 @@ def _merge_order_problem(replay: Replay, info: RunInfo, ctx, sources: dict[str, 
     return ""
 
 
+def new_files(path: str, old: int, new: int, known: list[dict]) -> list[dict]:
+    """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
+    (commit version, then path; as :func:`jobs.arrival.input_index` orders a snapshot), with
+    offsets after the ``known`` files. Reads only the log of those versions; checks that the
+    known files are all still live (the history was append-only)."""
+    root = path.removeprefix("file://").rstrip("/")
+    table = DeltaTable(root, version=old)
+    seen = {f["uri"] for f in known}
+    added: list[plans.InputFile] = []
+    offset = sum(f["rows"] for f in known)
+    live: dict[str, int] = {}
+    for version in range(old + 1, new + 1):
+        table.load_as_version(version)
+        actions = pa.table(table.get_add_actions(flatten=True))
+        live = dict(zip((p if p.startswith("/") else f"{root}/{p}"
+                         for p in actions.column("path").to_pylist()),
+                        actions.column("num_records").to_pylist(), strict=True))
+        for uri in sorted(set(live) - seen):
+            rows = live[uri]
+            if rows is None:
+                rows = pq.ParquetFile(uri).metadata.num_rows
+            added.append(plans.InputFile(uri=uri, commit_version=version, rows=rows,
+                                         offset=offset))
+            offset += rows
+            seen.add(uri)
+    missing = {f["uri"] for f in known} - set(live) if new > old else set()
+    if missing:
+        raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
+                          f"version {new} (e.g. {sorted(missing)[0]}); replay afresh")
+    return [asdict(f) for f in added]
+
+
 def _first_segment(info: RunInfo, note: str = "") -> dict:
     """Segment 0 of a run: its first replay."""
     segment = {"segment": 0, "from_version": None, "to_version": _version(info),
@@ -170,10 +206,7 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
         path = info.input_path
     else:
         path, version = info.input_path, sources["input"]
-    files = [asdict(f) for f in input_index(replay.storage, path, version)]
-    if files[:len(info.files)] != info.files:
-        raise ReplayError(f"run {info.run_id}: the input files of version {info.input_version} "
-                          f"of {path} are no longer the first files at version {version}")
+    files = [*info.files, *new_files(path, info.input_version, version, info.files)]
     cuts = resolve_cuts(replay.storage, plans.parse_plan(info.plan),
                         [plans.InputFile(**f) for f in files], path, version, ctx.time_column)
     keep = kept_batches(info.cuts, cuts)

@@ -258,15 +258,16 @@ class Replay:
             return MANIFEST_SCHEMA.empty_table()
         return self.storage.read_arrow(path).sort_by("batch")
 
-    def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None
-            ) -> pa.Table:
+    def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None,
+            clean: bool = True) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
         Holds the run's lock (another process replaying it makes this raise ``RunBusy``) and
-        first deletes the files a killed attempt staged but never committed."""
+        first deletes the files a killed attempt staged but never committed (``clean=False``:
+        the caller knows there is none, e.g. a continuation of a complete run)."""
         from .segments import finish_rewind  # (it uses this module's storage helpers)
 
         with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
-            for path in self._tables(info).values():
+            for path in self._tables(info).values() if clean else ():
                 remove_unreferenced(Path(path))
             finish_rewind(self, info)  # a continuation stopped before its rewind was done
             return self._run(info, on_batch)
