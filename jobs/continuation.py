@@ -15,7 +15,7 @@ cannot be continued: a fresh run is made instead, with the reason logged and kep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,6 +30,10 @@ from .replay import BatchReport, Replay, ReplayError, RunInfo, fingerprint, read
 from .run_lock import run_lock
 from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run
+
+#: A continuation runs a Spark job of new batches only when they hold more events than this; up
+#: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
+DRIVER_ROWS = 100_000
 
 
 @dataclass
@@ -76,7 +80,8 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
         result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")
     else:
         result = extend(replay, info, log)
-    result.manifest = replay.run(result.info, on_batch, clean=not result.clean)
+    small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS))
+    result.manifest = small.run(result.info, on_batch, clean=not result.clean)
     return result
 
 

@@ -170,6 +170,9 @@ class Replay:
     before_manifest: Callable[[str, list[int]], None] | None = None
     #: Called with a batch id as soon as that batch's output is committed (progress display).
     on_commit: Callable[[int], None] | None = None
+    #: A group of at most this many events runs its bucket tasks in the driver process instead
+    #: of a Spark job (direct exchange only; 0: never). Continuations set it.
+    driver_rows: int = 0
 
     def __post_init__(self) -> None:
         self.batches_per_job = self.batches_per_job or self.settings.batches_per_job
@@ -333,7 +336,7 @@ class Replay:
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         if info.exchange == "direct":
             steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
-                                   info.buckets)
+                                   info.buckets, in_driver=hi - lo <= self.driver_rows)
         elif finish:  # alone: one task per bucket that holds state
             steps = execute_finish(self.spark, plan)
         else:
