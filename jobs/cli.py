@@ -181,6 +181,9 @@ def replay(
         help="Run id; an existing run is resumed from its last committed batch")] = None,
     version: Annotated[int | None, typer.Option(help="Recording version (default latest)")]
         = None,
+    cont: Annotated[bool, typer.Option(
+        "--continue", help="Extend the query's latest completed run (or --run-id) to the "
+        "recording's latest version")] = False,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Replay a query over its recording, batch by batch; resumes an interrupted run."""
@@ -190,6 +193,11 @@ def replay(
 
     ctx = Context(warehouse, catalog, backend)
     runner = ctx.replay()
+    if cont:
+        if version is not None:
+            _fail("--continue extends a run to the latest version; it takes no --version")
+        _continue(runner, query, plan, run_id)
+        return
     info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
     done = runner.manifest(info.run_id).num_rows
     if warning := batch_count_warning(info.batches, info.plan):
@@ -201,6 +209,70 @@ def replay(
         runner.on_commit = progress.committed
         manifest = runner.run(info, on_batch=progress.done)
     print_manifest_summary(info.run_id, manifest.to_pandas())
+
+
+def _continue(runner, query: str, plan: str | None, run_id: str | None) -> None:
+    """``replay --continue``: a line about the segment, then the run's totals."""
+    from .continuation import continue_query
+    from .segments import describe
+
+    result = continue_query(runner, query, plan=plan, run_id=run_id,
+                            log=lambda line: console.print(line, highlight=False))
+    if result.segment is None and not result.fresh_reason:
+        console.print(f"{result.info.run_id}: no new recording version (at "
+                      f"v{result.info.input_version}); nothing to do")
+    elif result.segment is not None:
+        console.print(f"{result.info.run_id}: {describe(result.segment)}", highlight=False)
+    print_manifest_summary(result.info.run_id, result.manifest.to_pandas())
+
+
+@app.command()
+def follow(
+    query: Annotated[str, typer.Argument(help="Query name (schemas/queries/NAME.yaml)")],
+    every: Annotated[str, typer.Option(help="How often to look for new versions")] = "5s",
+    plan: Annotated[str | None, typer.Option(help="Batch plan (default: the query's)")] = None,
+    max_segments: Annotated[int | None, typer.Option(
+        help="Stop after this many segments")] = None,
+    for_: Annotated[str | None, typer.Option("--for", help="Stop after this long, e.g. 10m")]
+        = None,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
+) -> None:
+    """Keep continuing the query's run as the recording gains versions (Ctrl-C stops)."""
+    from engine.catalog import CatalogError, parse_duration_us
+
+    from .follow import follow as follow_query
+
+    try:
+        every_s = parse_duration_us(every, source="--every", fieldname="every") / 1e6
+        duration_s = (None if for_ is None else
+                      parse_duration_us(for_, source="--for", fieldname="for") / 1e6)
+    except CatalogError as exc:
+        _fail(str(exc))
+    ctx = Context(warehouse, catalog, backend)
+    report = follow_query(ctx.replay(), query, every_s=every_s, plan=plan,
+                          max_segments=max_segments, duration_s=duration_s,
+                          log=lambda line: console.print(line, highlight=False))
+    console.print(f"{report.run_id}: {report.segments} segments; stopped ({report.stopped_by}); "
+                  f"resume or go on with `reprise follow {query}`", highlight=False)
+
+
+@app.command()
+def gc(
+    keep: Annotated[int, typer.Option(help="Completed runs kept per query")] = 1,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
+) -> None:
+    """Remove superseded runs and vacuum the old table versions of the kept ones."""
+    from .gc import collect
+
+    if keep < 1:
+        _fail("--keep: keep at least 1 completed run per query")
+    ctx = Context(warehouse, catalog, backend)
+    report = collect(ctx.replay(), keep=keep)
+    for run_id in report.removed:
+        console.print(f"removed {run_id}", highlight=False)
+    for run_id in report.kept:
+        console.print(f"kept {run_id}: vacuumed {report.vacuumed[run_id]} files",
+                      highlight=False)
 
 
 def print_manifest_summary(run_id: str, m) -> None:
@@ -327,10 +399,11 @@ def runs(warehouse: Warehouse_ = None) -> None:
 
     wh = Warehouse.at(warehouse or load_settings().warehouse)
     table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
-                  title=f"runs in {wh.root}")
+                  "segments", title=f"runs in {wh.root}")
     for s in (summarize(wh, run_id) for run_id in wh.runs()):
         table.add_row(s.run_id, s.query, s.versions, s.status,
-                      f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created)
+                      f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created,
+                      f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""))
     console.print(table)
 
 

@@ -289,17 +289,23 @@ def key_buckets(keys: pa.ChunkedArray, buckets: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], buckets: int
-                   ) -> dict[int, StepFiles]:
+def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], buckets: int,
+                   in_driver: bool = False) -> dict[int, StepFiles]:
     """Run the plan's batches in one Spark job, one task per bucket reading its own events.
 
     No shuffle: each task reads the input files of the range with pyarrow and keeps its keys
     (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
+    ``in_driver``: the same bucket tasks run one after the other in this process, without a
+    Spark job (for a few events, e.g. a continuation's new commits, the job's fixed cost would
+    dominate); the files they write are the same.
     """
 
     def step(bucket: int) -> pd.DataFrame:
         return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
 
+    if in_driver:
+        return collect_files(plan, [row for bucket in range(buckets)
+                                    for row in step(bucket).to_dict("records")])
     return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
 
 

@@ -24,9 +24,12 @@ _ORDER, _STREAM_SEQ = "__order", "__stream_seq"
 
 
 def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, stream: str,
-                   recording: RecordingSpec) -> DataFrame:
+                   recording: RecordingSpec, after: int | None = None) -> DataFrame:
+    """The stream's events at ``version`` (only those of commits after version ``after``)."""
     files = input_index(storage, path, version)
-    events = sequenced(storage, path, version, [asdict(f) for f in files], 0,
+    first = min((f.offset for f in files if after is not None and f.commit_version > after),
+                default=0 if after is None else sum(f.rows for f in files))
+    events = sequenced(storage, path, version, [asdict(f) for f in files], first,
                        sum(f.rows for f in files), recording.time)
     return events.select(
         F.lit(order).alias(_ORDER), F.col(SEQ).alias(_STREAM_SEQ), F.lit(stream).alias(STREAM),
@@ -34,18 +37,29 @@ def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, s
         *(F.col(c).alias(column_name(stream, c)) for c in recording.columns))
 
 
-def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
-                 query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
-                 target: str, run_id: str) -> int:
-    """Write ``query``'s merged input to ``target`` once (idempotent); return its version."""
+def merged_events(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
+                  query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
+                  after: dict[str, int] | None = None) -> DataFrame:
+    """``query``'s inputs at ``versions`` merged in order, with the stream's position ``__order``
+    (only the events of commits after ``after[stream]`` when given)."""
     parts = [_stream_events(storage, warehouse.recording(name), versions[stream], order, stream,
-                            catalog.recording(name))
+                            catalog.recording(name), None if after is None else after[stream])
              for order, (stream, name) in enumerate(query.inputs.items())]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
     ordered = union.orderBy(F.col(EVENT_TIME).asc_nulls_first(), _ORDER, _STREAM_SEQ)
     columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
         F.col(c).cast(SPARK_TYPES[t]).alias(c)
         for c, t in merged.columns.items() if c != PARTITION]
-    storage.write(ordered.select(*columns), target, txn=Txn(f"{run_id}/input", 0),
+    return ordered.select(*columns, _ORDER)
+
+
+def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
+                 query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
+                 target: str, run_id: str, segment: int = 0,
+                 after: dict[str, int] | None = None) -> int:
+    """Write ``query``'s merged input to ``target`` once (idempotent); return its version.
+    A continuation (``segment`` >= 1) appends the events of the commits after ``after``."""
+    events = merged_events(storage, warehouse, catalog, query, versions, merged, after)
+    storage.write(events.drop(_ORDER), target, txn=Txn(f"{run_id}/input", segment),
                   metadata={"reprise.run": run_id, "reprise.inputs": str(versions)})
     return storage.version(target)

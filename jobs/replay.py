@@ -82,6 +82,16 @@ class RunInfo:
     sources: dict[str, int] = field(default_factory=dict)
     #: How events reach the bucket workers (fixed per run: the two hash keys differently).
     exchange: str = "spark"
+    #: The run's segments once it has been continued (:mod:`jobs.segments`): segment 0 is the
+    #: first replay, each later one a continuation to a newer recording version.
+    segments: list[dict] = field(default_factory=list)
+
+    @property
+    def txn_prefix(self) -> str:
+        """Prefix of the run's Delta app ids: the run id, then ``<run_id>/s<k>`` in segment
+        ``k >= 1`` (a continuation recommits batch ids an earlier segment used)."""
+        k = len(self.segments) - 1
+        return self.run_id if k < 1 else f"{self.run_id}/s{k}"
 
     @property
     def batches(self) -> int:
@@ -160,6 +170,9 @@ class Replay:
     before_manifest: Callable[[str, list[int]], None] | None = None
     #: Called with a batch id as soon as that batch's output is committed (progress display).
     on_commit: Callable[[int], None] | None = None
+    #: A group of at most this many events runs its bucket tasks in the driver process instead
+    #: of a Spark job (direct exchange only; 0: never). Continuations set it.
+    driver_rows: int = 0
 
     def __post_init__(self) -> None:
         self.batches_per_job = self.batches_per_job or self.settings.batches_per_job
@@ -248,14 +261,18 @@ class Replay:
             return MANIFEST_SCHEMA.empty_table()
         return self.storage.read_arrow(path).sort_by("batch")
 
-    def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None
-            ) -> pa.Table:
+    def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None,
+            clean: bool = True) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
         Holds the run's lock (another process replaying it makes this raise ``RunBusy``) and
-        first deletes the files a killed attempt staged but never committed."""
+        first deletes the files a killed attempt staged but never committed (``clean=False``:
+        the caller knows there is none, e.g. a continuation of a complete run)."""
+        from .segments import finish_rewind  # (it uses this module's storage helpers)
+
         with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
-            for path in self._tables(info).values():
+            for path in self._tables(info).values() if clean else ():
                 remove_unreferenced(Path(path))
+            finish_rewind(self, info)  # a continuation stopped before its rewind was done
             return self._run(info, on_batch)
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
@@ -320,7 +337,7 @@ class Replay:
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         if info.exchange == "direct":
             steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
-                                   info.buckets)
+                                   info.buckets, in_driver=hi - lo <= self.driver_rows)
         elif finish:  # alone: one task per bucket that holds state
             steps = execute_finish(self.spark, plan)
         else:
@@ -332,7 +349,7 @@ class Replay:
         if self.before_manifest is not None:
             self.before_manifest(info.run_id, group)
         self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
-                          Txn(f"{info.run_id}/manifest", group[-1]), _meta(info, group[-1]))
+                          Txn(f"{info.txn_prefix}/manifest", group[-1]), _meta(info, group[-1]))
         return reports, state_version
 
     def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
@@ -386,7 +403,7 @@ class Replay:
         versions = {}
         for batch in batches:
             versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
-                                           Txn(f"{info.run_id}/{kind}", batch),
+                                           Txn(f"{info.txn_prefix}/{kind}", batch),
                                            _meta(info, batch), need_version=kind == "output")[0]
             if kind == "output" and self.on_commit:
                 self.on_commit(batch)
@@ -402,7 +419,7 @@ class Replay:
             step = steps[batch]
             replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
             version, skipped = self._commit(path, step.staged["state"], schema,
-                                            Txn(f"{info.run_id}/state", batch),
+                                            Txn(f"{info.txn_prefix}/state", batch),
                                             _meta(info, batch), remove=replaced)
             live = (self.storage.live_files(path, version) if skipped
                     # an earlier attempt committed this batch's state files: ask the table
@@ -444,7 +461,10 @@ class Replay:
 
 def _meta(info: RunInfo, batch: int) -> dict[str, str]:
     """The metadata of a batch's commits (it finds them again on a retry)."""
-    return {"reprise.run": info.run_id, "reprise.batch": str(batch)}
+    meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
+    if len(info.segments) > 1:
+        meta["reprise.segment"] = str(len(info.segments) - 1)
+    return meta
 
 
 def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:

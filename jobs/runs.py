@@ -10,6 +10,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from .run_lock import is_locked
+from .segments import describe
 from .warehouse import Warehouse
 
 
@@ -25,6 +26,9 @@ class RunSummary:
     batches_total: int  # the plan's batches plus the end-of-input flush
     output_rows: int
     created: str  # when run.json was written (UTC)
+    #: The run's segments (1 until it is continued) and the last one described.
+    segments: int = 1
+    last_segment: str = ""
 
 
 def resume_note(done: int, total: int) -> str:
@@ -55,6 +59,9 @@ def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:
     status = ("complete" if done >= total else
               "in progress" if is_locked(run_dir) else "incomplete")
     created = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC)
+    segments = info.get("segments") or []
     return RunSummary(run_id=run_id, query=info["query"], versions=versions, status=status,
                       batches_done=done, batches_total=total, output_rows=rows,
-                      created=created.strftime("%Y-%m-%d %H:%M:%S UTC"))
+                      created=created.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                      segments=max(1, len(segments)),
+                      last_segment=describe(segments[-1]) if len(segments) > 1 else "")

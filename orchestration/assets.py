@@ -39,6 +39,20 @@ def manifest_chart(manifest: pd.DataFrame) -> str:
         f"{max(secs, default=0):.3f} |"])
 
 
+def segment_metadata(segment: dict | None, fresh_reason: str) -> dict:
+    """What a materialization did to its run: the segment it added (from version, to version,
+    new events), ``none`` when the recording had no new version, or why it replayed afresh."""
+    if segment is None:
+        return {"segment": "none (no new recording version)"}
+    meta = {"segment": int(segment["segment"]),
+            "segment_from_version": -1 if segment.get("from_version") is None
+            else int(segment["from_version"]),
+            "segment_to_version": int(segment["to_version"]),
+            "new_events": int(segment["events"]),
+            "new_batches": int(segment["batches"])}
+    return {**meta, "fresh_because": fresh_reason} if fresh_reason else meta
+
+
 def build_recording_asset(spec: RecordingSpec) -> dg.AssetsDefinition:
     """``recordings/<name>``: observes the recording's Delta version (written by reprise)."""
 
@@ -62,18 +76,23 @@ def build_recording_asset(spec: RecordingSpec) -> dg.AssetsDefinition:
 
 
 def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
-    """``replays/<name>``: replays the query over the latest recording version."""
+    """``replays/<name>``: the query's run extended to the latest recording version (the
+    latest completed run is continued; a fresh replay when there is none or it cannot be)."""
 
     @dg.asset(key=replay_key(query.name), group_name=query.kind,
               deps=[recording_key(r) for r in query.inputs.values()], kinds={"spark", "delta"},
               description=str(query.raw.get("description", f"{query.kind} query {query.name}")))
     def replay(context: dg.AssetExecutionContext, spark: SparkResource,
                warehouse: WarehouseResource) -> dg.MaterializeResult:
+        from jobs.continuation import continue_query
+
         runner = warehouse.replay(spark)
-        info = runner.prepare(query.name)
+        result = continue_query(runner, query.name, log=context.log.info,
+                                on_batch=lambda r: context.log.debug(
+                                    f"batch {r.batch}: {r.rows_in} in, {r.rows_out} out, "
+                                    f"{r.late} late"))
+        info, manifest = result.info, result.manifest.to_pandas()
         context.log.info(f"run {info.run_id}: {info.total} events, {info.batches} batches")
-        manifest = runner.run(info, on_batch=lambda r: context.log.debug(
-            f"batch {r.batch}: {r.rows_in} in, {r.rows_out} out, {r.late} late")).to_pandas()
         seconds = float(manifest["duration_s"].sum())
         return dg.MaterializeResult(metadata={
             "run_id": info.run_id,
@@ -88,6 +107,7 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
             "peak_state_bytes": int(manifest["state_bytes"].max()),
             "output_version": int(manifest["output_version"].iloc[-1]),
             "across_batches": dg.MetadataValue.md(manifest_chart(manifest)),
+            **segment_metadata(result.segment, result.fresh_reason),
         })
 
     return replay

@@ -24,13 +24,14 @@ def build_jobs(catalog: Catalog, groups: set[str]) -> list:
 
 
 def nightly_schedule() -> dg.ScheduleDefinition:
-    """Replay everything at 03:00 UTC."""
+    """Bring every replay up to date at 03:00 UTC (each continues its latest run)."""
     return dg.ScheduleDefinition(name="nightly_replay", job_name=ALL_JOB,
                                  cron_schedule="0 3 * * *", execution_timezone="UTC")
 
 
 def build_sensor(catalog: Catalog, replayable: set[str]) -> dg.SensorDefinition:
-    """One run request per recording that gained a Delta version (cursor: version per recording).
+    """One run request per recording that gained a Delta version (cursor: version per recording);
+    the requested replays continue their latest runs with the new commits.
 
     The first evaluation records the current versions as the baseline and requests nothing.
     """
@@ -53,7 +54,8 @@ def build_sensor(catalog: Catalog, replayable: set[str]) -> dg.SensorDefinition:
             dg.RunRequest(run_key=f"{name}@v{version}",
                           asset_selection=[recording_key(name),
                                            *(replay_key(q) for q in readers[name])],
-                          tags={"reprise/recording": name, "reprise/version": str(version)})
+                          tags={"reprise/recording": name, "reprise/version": str(version),
+                                "reprise/mode": "continue"})
             for name, version in sorted(now.items())
             if version is not None and version != seen.get(name) and readers[name]]
         if not requests:

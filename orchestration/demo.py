@@ -1,5 +1,7 @@
 """``make demo``: generate the sample recordings, materialize every asset and check through
-Dagster (in-process), print a summary table. Exit status 1 when any check failed."""
+Dagster (in-process), print a summary table; then append a commit to the vitals recording and
+materialize one replay again, which continues its run (the segment is printed). Exit status 1
+when any check failed."""
 
 import sys
 
@@ -55,6 +57,48 @@ def summary(result: dg.ExecuteInProcessResult) -> tuple[Table, bool]:
     return table, result.success and all(checks.values()) and bool(checks)
 
 
+#: The replay the demo continues after appending a commit to its recording.
+CONTINUED = "vitals_hr_1m"
+#: Events of that commit (the recording's first ones, one day later).
+APPENDED = 2_000
+
+
+def append_commit() -> int:
+    """Append :data:`APPENDED` events to the vitals recording as one commit; its new version."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    resources = default_resources()
+    warehouse, spark = resources["warehouse"], resources["spark"]
+    storage, path = warehouse.storage(spark), warehouse.warehouse().recording("vitals")
+    first = storage.read_arrow(path).slice(0, APPENDED)
+    later = pc.add(first["ts"], pa.scalar(86_400_000_000, pa.duration("us")))
+    storage.write(first.set_column(first.schema.get_field_index("ts"), "ts", later), path,
+                  mode="append")
+    return storage.version(path)
+
+
+def continue_demo(defs: dg.Definitions, console: Console) -> bool:
+    """Record a new commit, materialize :data:`CONTINUED` again (it continues its run) with its
+    checks, and print the segment; whether it and its checks succeeded."""
+    version = append_commit()
+    key = dg.AssetKey(["replays", CONTINUED])
+    job = dg.define_asset_job("continue_demo", selection=dg.AssetSelection.assets(key))
+    defs = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
+    with console.status(f"continuing {CONTINUED} over vitals v{version}..."):
+        result = defs.resolve_job_def("continue_demo").execute_in_process(
+            instance=dg.DagsterInstance.get(), raise_on_error=False, run_config=QUIET)
+    for event in result.get_asset_materialization_events():
+        meta = {k: v.value for k, v in event.materialization.metadata.items()}
+        console.print(f"continued {CONTINUED} (run {meta['run_id']}): segment {meta['segment']},"
+                      f" v{meta.get('segment_from_version')} -> v{meta.get('segment_to_version')}"
+                      f", {meta.get('new_events', 0):,} new events, "
+                      f"{meta['rows_in']:,} events in all", highlight=False)
+    checks = [e.passed for e in result.get_asset_check_evaluations()]
+    console.print(f"checks after the continuation: {sum(checks)} of {len(checks)} passed")
+    return result.success and bool(checks) and all(checks)
+
+
 def main() -> int:
     console = Console(width=None if sys.stdout.isatty() else 140)
     generate_samples(console)
@@ -64,6 +108,7 @@ def main() -> int:
             instance=dg.DagsterInstance.get(), raise_on_error=False, run_config=QUIET)
     table, ok = summary(result)
     console.print(table)
+    ok = continue_demo(defs, console) and ok
     console.print("all checks passed" if ok else "[red]some checks failed[/]")
     return 0 if ok else 1
 

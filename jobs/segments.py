@@ -1,0 +1,145 @@
+"""Segments of a continued run and the rewind that starts each continuation.
+
+A run's first replay is segment 0; each continuation to a newer recording version adds a segment
+(``run.json`` ``segments``). A continuation keeps the batches whose cut points the new version's
+plan shares with the run (:func:`kept_batches`) and rewinds the run's tables to the end of the
+last kept batch: the output rows of later batches (at least the end-of-input flush, whose rows
+were provisional), their late and quarantined events, their manifest rows, and the state is set
+back to what it was after the last kept batch. Each rewind commit is a Delta app transaction
+(``<run_id>/rewind/<table>``, version = segment), so a rewind interrupted by a crash is finished
+by the next attempt (:func:`finish_rewind`) without doing anything twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+
+from .replay import ReplayError
+from .storage import DeltaStorage, LiveFile, StagedFile, Txn
+
+if TYPE_CHECKING:
+    from .replay import Replay, RunInfo
+
+
+def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:
+    """How many leading batches of a run cut at ``old_cuts`` a plan cut at ``new_cuts`` keeps
+    unchanged: the largest ``r`` with ``old_cuts[:r + 1] == new_cuts[:r + 1]`` (at most the
+    run's batch count; the end-of-input flush is never kept)."""
+    r = 0
+    limit = min(len(old_cuts), len(new_cuts)) - 1
+    while r < limit and old_cuts[r + 1] == new_cuts[r + 1]:
+        r += 1
+    return r
+
+
+def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | None:
+    """Why versions ``old+1 .. new`` of the table at ``path`` are not plain appends (a delete,
+    an overwrite, an optimize...), or None when every one of them only appended rows."""
+    for entry in sorted(storage.history(path), key=lambda e: int(e["version"])):
+        version = int(entry["version"])
+        if not old < version <= new:
+            continue
+        operation = str(entry.get("operation", "?"))
+        mode = str((entry.get("operationParameters") or {}).get("mode", ""))
+        if operation != "WRITE" or mode.lower() != "append":
+            what = f"{operation} ({mode})" if mode else operation
+            return f"version {version} of {path} is a {what}, not an append"
+    return None
+
+
+def save_run(replay: Replay, info: RunInfo) -> None:
+    """Write ``run.json`` atomically."""
+    run_file = replay.warehouse.run_dir(info.run_id) / "run.json"
+    tmp = run_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
+    os.replace(tmp, run_file)
+
+
+def pending(info: RunInfo) -> dict | None:
+    """The run's last segment when its rewind is not done yet."""
+    if info.segments and not info.segments[-1].get("rewound", True):
+        return info.segments[-1]
+    return None
+
+
+def finish_rewind(replay: Replay, info: RunInfo) -> None:
+    """Do (or finish) the rewind of the run's last segment, then mark it done in ``run.json``."""
+    segment = pending(info)
+    if segment is None:
+        return
+    rewind(replay, info, int(segment["first_batch"]), int(segment["segment"]),
+           int(segment["rewind_seq"]), int(segment["old_total"]))
+    segment["rewound"] = True
+    save_run(replay, info)
+
+
+def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
+           old_total: int) -> None:
+    """Set the run's tables back to the end of batch ``keep - 1`` (``seq``: the arrival
+    sequence where batch ``keep`` starts; ``old_total``: the events the run had read). The
+    manifest goes last: until it is rewound, the run is not resumable, and
+    :func:`finish_rewind` finishes the job."""
+    storage, run_id = replay.storage, info.run_id
+    manifest = replay.manifest(run_id)
+    rows = manifest.to_pylist()
+    last_kept = rows[keep - 1] if 0 < keep <= len(rows) else None
+    meta = {"reprise.run": run_id, "reprise.rewind": str(keep), "reprise.segment": str(segment)}
+
+    def table(kind: str) -> str:
+        return replay.warehouse.run_table(run_id, kind)
+
+    def commit(kind: str, add: list[LiveFile], remove: list[str]) -> None:
+        path = table(kind)
+        if not (add or remove):
+            return
+        storage.commit_files(path, [StagedFile(f.path, f.size, f.rows) for f in add],
+                             storage.schema(path), txn=Txn(f"{run_id}/rewind/{kind}", segment),
+                             metadata=meta, remove=remove)
+
+    def back_to(kind: str, version: int | None) -> None:
+        """Make the live files of ``kind`` those it had at ``version`` (none when None)."""
+        path = table(kind)
+        if not storage.exists(path):
+            return
+        now = set(storage.live_files(path))
+        then = set(storage.live_files(path, version)) if version is not None else set()
+        gone = [f.path for f in then - now if not os.path.exists(f.path)]
+        if gone:
+            raise ReplayError(f"run {run_id}: cannot rewind {kind} to version {version}: its "
+                              f"file {gone[0]} was vacuumed (`reprise gc`); replay the query "
+                              "afresh with another --run-id")
+        commit(kind, sorted(then - now), sorted(f.path for f in now - then))
+
+    back_to("output", last_kept["output_version"] if last_kept else None)
+    back_to("state", last_kept["state_version"] if last_kept else None)
+    for kind in ("late", "quarantine"):  # rows of later batches: arrival at or after ``seq``
+        path = table(kind)
+        if seq < old_total and storage.exists(path):  # (the flush adds no late events)
+            commit(kind, [], [f.path for f in storage.live_files(path)
+                              if f.rows and _min_seq(f.path) >= seq])
+    if manifest.num_rows > keep:
+        storage.write(manifest.slice(0, keep), table("manifest"), mode="overwrite",
+                      txn=Txn(f"{run_id}/rewind/manifest", segment), metadata=meta)
+
+
+def _min_seq(path: str) -> int:
+    """Smallest ``arrival_seq`` in a late or quarantine file (each file holds one batch)."""
+    return min(pq.read_table(path, columns=["arrival_seq"]).column("arrival_seq").to_pylist())
+
+
+def describe(segment: dict) -> str:
+    """One line about a segment, e.g. ``segment 1: v3 -> v5, batches 7-9, 20,000 events``."""
+    start = "start" if segment.get("from_version") is None else f"v{segment['from_version']}"
+    first, count = int(segment["first_batch"]), int(segment["batches"])
+    span = f"batches {first}-{first + count - 1}" if count else "no new batch"
+    return (f"segment {segment['segment']}: {start} -> v{segment['to_version']}, {span}, "
+            f"{int(segment['events']):,} new events")
+
+
+__all__ = ["append_only", "describe", "finish_rewind", "kept_batches", "pending", "rewind",
+           "save_run"]

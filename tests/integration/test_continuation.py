@@ -1,0 +1,134 @@
+"""Continuing a run commit by commit equals one fresh replay at the last version (every family)."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from helpers import events_table, small_catalog
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_spj_replay import lookup_table, spj_catalog
+
+from engine.catalog import load_catalog
+from engine.registry import operator_for
+from jobs.continuation import continue_query
+from jobs.replay import Replay
+from jobs.validate import validate_run
+from jobs.warehouse import Warehouse
+
+FINAL_QUERY = """\
+name: ev_f
+kind: qre
+input: ev
+lateness: 3s
+output: final
+query: "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)"
+"""
+#: Query -> what it covers (the catalog of tests/integration/helpers.py plus ``ev_f``).
+SINGLE = {"ev_w": "window, close", "ev_u": "window, updates", "ev_q": "qre every",
+          "ev_t": "qre changes", "ev_f": "qre final"}
+SPJ = {"ev_join": "spj bounded", "ev_below": "spj allowed unbounded"}
+PLANS = [None, "rows:7", "time:5s"]
+
+
+def rows(replay: Replay, run_id: str, table: str) -> list[tuple]:
+    frame = replay.storage.read_arrow(replay.warehouse.run_table(run_id, table)).to_pandas()
+    return sorted((tuple(r) for r in frame.astype(object).where(frame.notna(), None)
+                   .itertuples(index=False)), key=repr)
+
+
+def state_digest(replay: Replay, query: str, run_id: str) -> str:
+    op = operator_for(replay.catalog.query(query), replay.catalog.recordings)
+    table = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "state"))
+    return op.state_codec.digest(op.state_codec.decode(table))
+
+
+def assert_same_as_fresh(replay: Replay, query: str, run_id: str, plan: str | None) -> None:
+    """The continued run's tables and final state equal a fresh replay's at the last version,
+    and the continued run validates against the reference."""
+    fresh = replay.prepare(query, plan=plan, run_id="fresh")
+    replay.run(fresh)
+    assert replay.manifest(run_id).num_rows == fresh.batches + 1
+    for table in ("output", "late", "quarantine"):
+        assert rows(replay, run_id, table) == rows(replay, "fresh", table), table
+    assert state_digest(replay, query, run_id) == state_digest(replay, query, "fresh")
+    report = validate_run(replay, replay.catalog, run_id)
+    assert report.ok, (report.diff, report.late_mismatch, report.reconciles)
+
+
+def continue_commit_by_commit(replay: Replay, query: str, plan: str | None,
+                              commits: list[dict[str, pa.Table]]) -> str:
+    """Write each commit and continue the query's run; the run id (one run all along)."""
+    run_ids = set()
+    for tables in commits:
+        for name, table in tables.items():
+            replay.storage.write(table, replay.warehouse.recording(name), mode="append")
+        result = continue_query(replay, query, plan=plan, log=lambda line: None)
+        assert result.fresh_reason in ("", "no completed run"), result.fresh_reason
+        run_ids.add(result.info.run_id)
+    assert len(run_ids) == 1
+    return run_ids.pop()
+
+
+def split(n: int, fractions: list[float]) -> list[int]:
+    """Commit boundaries (row positions) of ``n`` rows from fractions in [0, 1]."""
+    return [0, *sorted(int(f * n) for f in fractions), n]
+
+
+@pytest.mark.parametrize("query", list(SINGLE))
+@settings(max_examples=2, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(n=st.integers(1, 90), seed=st.integers(0, 10_000),
+       fractions=st.lists(st.floats(0, 1), min_size=1, max_size=2),
+       plan=st.sampled_from(PLANS))
+def test_continuing_commit_by_commit_equals_a_fresh_replay(spark, storage, query, n, seed,
+                                                           fractions, plan):
+    root = Path(tempfile.mkdtemp(prefix="reprise-cont-"))
+    small_catalog(root / "schemas")
+    (root / "schemas" / "queries" / "ev_f.yaml").write_text(FINAL_QUERY)
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"))
+    table = events_table(np.random.default_rng(seed), n)
+    bounds = split(n, fractions)
+    commits = [{"ev": table.slice(a, b - a)} for a, b in itertools.pairwise(bounds)]
+    run_id = continue_commit_by_commit(replay, query, plan, commits)
+    assert_same_as_fresh(replay, query, run_id, plan)
+
+
+def time_ordered(table: pa.Table) -> pa.Table:
+    """``table`` without rows lacking a time, in event-time order (a recording appended in time
+    order: each commit's events come after the merged input's)."""
+    table = table.filter(pc.is_valid(table["ts"]))
+    return table.take(pc.sort_indices(table, [("ts", "ascending")]))
+
+
+@pytest.mark.parametrize("query", list(SPJ))
+@settings(max_examples=2, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(n=st.integers(4, 90), seed=st.integers(0, 10_000),
+       fractions=st.lists(st.floats(0.05, 0.95), min_size=1, max_size=2),
+       plan=st.sampled_from([None, "rows:7"]))
+def test_spj_continuation_appends_to_the_merged_input_and_equals_a_fresh_replay(
+        spark, storage, query, n, seed, fractions, plan):
+    root = Path(tempfile.mkdtemp(prefix="reprise-cont-spj-"))
+    catalog = spj_catalog(root / "schemas", allow_unbounded=True)
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), catalog)
+    rng = np.random.default_rng(seed)
+    ev, lk = time_ordered(events_table(rng, n)), lookup_table(rng, max(2, n // 4))
+    ts = np.concatenate([ev["ts"].cast(pa.int64()).to_numpy(), lk["ts"].cast(pa.int64())
+                         .to_numpy()])
+    edges = [ts.min() - 1, *sorted(np.quantile(ts, fractions).astype("int64")), ts.max()]
+    commits = []
+    for lo, hi in itertools.pairwise(edges):
+        part = {}
+        for name, t in (("ev", ev), ("lk", lk)):
+            times = t["ts"].cast(pa.int64())
+            part[name] = t.filter(pc.and_(pc.greater(times, lo), pc.less_equal(times, hi)))
+        commits.append(part)
+    run_id = continue_commit_by_commit(replay, query, plan, commits)
+    assert_same_as_fresh(replay, query, run_id, plan)

@@ -1,0 +1,83 @@
+"""A continuation killed with SIGKILL and continued again equals an uninterrupted continuation;
+a recording rewritten between two versions is replayed from scratch, with the reason kept."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from test_crash import child_env, late_rows, output_rows
+
+from jobs.continuation import continue_query
+from jobs.recordings.store import generate_recording
+from jobs.replay import Replay
+from jobs.validate import validate_run
+
+PLAN = "rows:1000"
+QUERY = "vitals_hr_1m"
+
+
+def later_events(replay: Replay) -> pa.Table:
+    """The recording's events one day later: a commit of new events to append."""
+    table = replay.storage.read_arrow(replay.warehouse.recording("vitals"))
+    day = pa.scalar(86_400_000_000, pa.duration("us"))
+    return table.set_column(table.schema.get_field_index("ts"), "ts",
+                            pc.add(table["ts"], day))
+
+
+def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
+        spark, storage, catalog, warehouse):
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=6_000, seed=4,
+                       commits=2)
+    replay = Replay(spark, storage, warehouse, catalog)
+    for run_id in ("crashy", "straight"):
+        replay.run(replay.prepare(QUERY, plan=PLAN, run_id=run_id))
+    first_new = replay.prepare(QUERY, run_id="crashy").batches
+    storage.write(later_events(replay), warehouse.recording("vitals"), mode="append")
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("crash_continue.py")),
+         str(warehouse.root), QUERY, "crashy", str(first_new + 1)],
+        cwd=Path(__file__).resolve().parents[2], env=child_env(warehouse.root),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    assert proc.wait(timeout=300) == -signal.SIGKILL, proc.stdout.read().decode()
+    # killed: the run's new batches are partly committed, its manifest behind them
+    assert replay.manifest("crashy").num_rows < replay.prepare(QUERY, run_id="crashy").batches
+    resumed = continue_query(replay, QUERY, run_id="crashy", log=lambda line: None)
+    straight = continue_query(replay, QUERY, run_id="straight", log=lambda line: None)
+    assert resumed.info.cuts == straight.info.cuts and not resumed.fresh_reason
+    assert output_rows(replay, "crashy") == output_rows(replay, "straight")
+    assert late_rows(replay, "crashy") == late_rows(replay, "straight")
+    batches = replay.manifest("crashy").to_pandas()["batch"].tolist()
+    assert batches == list(range(resumed.info.batches + 1))
+    assert validate_run(replay, catalog, "crashy").ok
+    segments = json.loads((warehouse.run_dir("crashy") / "run.json").read_text())["segments"]
+    assert [s["segment"] for s in segments] == [0, 1]
+    assert segments[1]["events"] == 6_000 and segments[1]["rewound"]
+
+
+def test_rewritten_recording_is_replayed_from_scratch_with_the_reason(
+        spark, storage, catalog, warehouse):
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=2_000, seed=5,
+                       commits=2)
+    replay = Replay(spark, storage, warehouse, catalog)
+    first = continue_query(replay, QUERY, log=lambda line: None)
+    path = warehouse.recording("vitals")
+    table = replay.storage.read_arrow(path)
+    storage.write(table.slice(0, 1_500), path, mode="overwrite")  # history rewritten
+    storage.write(later_events(replay).slice(0, 300), path, mode="append")
+    lines: list[str] = []
+    result = continue_query(replay, QUERY, log=lines.append)
+    assert result.info.run_id != first.info.run_id
+    assert "rewritten" in result.fresh_reason and "Overwrite" in result.fresh_reason
+    assert any(first.info.run_id in line and "from scratch" in line for line in lines), lines
+    stored = json.loads((warehouse.run_dir(result.info.run_id) / "run.json").read_text())
+    assert "rewritten" in stored["segments"][0]["note"]
+    assert result.info.total == 1_800
+    assert validate_run(replay, catalog, result.info.run_id).ok
+    # the old run is untouched, still complete at its own version
+    assert replay.manifest(first.info.run_id).num_rows == first.info.batches + 1
