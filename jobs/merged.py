@@ -36,13 +36,16 @@ def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, s
 
 def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
                  query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
-                 target: str, run_id: str) -> int:
-    """Write ``query``'s merged input to ``target`` once (idempotent); return its version."""
+                 target: str, run_id: str, files: int) -> int:
+    """Write ``query``'s merged input to ``target`` once (idempotent), as ``files`` Parquet
+    files (the run's bucket count) at most; return its version."""
     parts = [_stream_events(storage, warehouse.recording(name), versions[stream], order, stream,
                             catalog.recording(name))
              for order, (stream, name) in enumerate(query.inputs.items())]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
-    ordered = union.orderBy(F.col(EVENT_TIME).asc_nulls_first(), _ORDER, _STREAM_SEQ)
+    order = (F.col(EVENT_TIME).asc_nulls_first(), F.col(_ORDER), F.col(_STREAM_SEQ))
+    # a global sort cut into ``files`` ranges (``orderBy`` would take the shuffle partitions)
+    ordered = union.repartitionByRange(files, *order).sortWithinPartitions(*order)
     columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
         F.col(c).cast(SPARK_TYPES[t]).alias(c)
         for c, t in merged.columns.items() if c != PARTITION]
