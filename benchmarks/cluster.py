@@ -28,9 +28,10 @@ def tumbling(master: str, env: dict[str, str], args: argparse.Namespace) -> dict
     command = [sys.executable, "-m", "benchmarks.tumbling", "--master", master,
                "--events", str(args.events), "--keys", str(args.keys),
                "--rounds", str(args.rounds), "--warmups", str(args.warmups)]
-    out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
-    return json.loads(out[out.index("{"):out.index("}") + 1])
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"benchmarks.tumbling on {master} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout[done.stdout.index("{"):done.stdout.index("}") + 1])
 
 
 def main() -> None:
