@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,9 +44,12 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="reprise-cluster-bench-"))
     local_env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with StandaloneCluster(root / "cluster") as cluster:
-        env = {**cluster_env(cluster.url, root / "unused"), "PYTHONPATH": str(ROOT)}
-        on_cluster = tumbling(cluster.url, env, args)
+    try:
+        with StandaloneCluster(root / "cluster") as cluster:
+            env = {**cluster_env(cluster.url, root / "unused"), "PYTHONPATH": str(ROOT)}
+            on_cluster = tumbling(cluster.url, env, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     local = tumbling("local[2]", local_env, args)
     ratio = on_cluster["replay_s"] / local["replay_s"]
     print(json.dumps({"cluster": on_cluster, "local": local, "ratio": round(ratio, 2)},
