@@ -8,7 +8,7 @@ export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: demo test lint bench ui venv browser clean
+.PHONY: demo test test-slow lint bench bench-cluster ui venv browser clean
 
 venv: $(STAMP)
 
@@ -37,6 +37,10 @@ test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml browser
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 	$(BIN)/python -m pytest -rs
 
+# The slow tests: a Spark standalone cluster on 127.0.0.1 (tests/integration/test_cluster.py).
+test-slow: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(BIN)/python -m pytest -rs -m slow
+
 lint: $(STAMP)
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 
@@ -49,6 +53,10 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.qre_replay
 	$(BIN)/python -m benchmarks.spj_memory
 	$(BIN)/python -m benchmarks.continuation
+
+# Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
+bench-cluster: $(STAMP)
+	$(BIN)/python -m benchmarks.cluster
 
 clean:
 	rm -rf warehouse .pytest_cache .ruff_cache

@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warmups", type=int, default=2)
     args = parser.parse_args()
     catalog = load_catalog(ROOT / "schemas")
     with bench(args.master) as b:
@@ -40,13 +42,15 @@ def main() -> None:
             F.count("*").alias("readings"), F.avg("heart_rate").alias("hr_avg"),
             F.min("heart_rate").alias("hr_min"), F.max("heart_rate").alias("hr_max"),
             F.min("spo2").alias("spo2_min")))
-        timed = medians({"replay": replay, "spark": spark_job}, rounds=5)
+        timed = medians({"replay": replay, "spark": spark_job}, rounds=args.rounds,
+                        warmups=args.warmups)
         overhead = medians({"tiny": ReplayRuns(Replay(b.spark, b.storage, tiny, catalog), QUERY,
                                                plan="commit")}, rounds=3)
     seconds, batch_s, info = timed["replay"], timed["spark"], replay.info
     batches = info.batches
     result = {
         "events": args.events, "keys": args.keys, "batches": batches, "master": args.master,
+        "buckets": info.buckets, "rounds": args.rounds,
         "replay_s": round(seconds, 2), "events_per_s": round(args.events / seconds),
         "per_batch_overhead_s": round(overhead["tiny"] / (batches + 1), 3),
         "spark_batch_job_s": round(batch_s, 2), "ratio": round(seconds / batch_s, 2),

@@ -45,6 +45,9 @@ class QueryFamily(ABC):
     #: The ``kind:`` value of the family's query files.
     kind: str
     single_input: bool = True
+    #: The reference evaluates each key on its own (the events of one key give that key's
+    #: rows, late and rejected events), so it may run on any partition of the keys.
+    reference_per_key: bool = False
 
     @abstractmethod
     def parse(self, query: QuerySpec, recording: RecordingSpec) -> Any:

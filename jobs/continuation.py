@@ -207,7 +207,7 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
 
         version = merge_inputs(replay.storage, replay.warehouse, replay.catalog, ctx.query,
                                sources, ctx.recording, info.input_path, info.run_id,
-                               segment=k, after=old)
+                               info.buckets, segment=k, after=old)
         path = info.input_path
     else:
         path, version = info.input_path, sources["input"]

@@ -239,7 +239,8 @@ def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, S
     def step(pdf: pd.DataFrame) -> pd.DataFrame:
         return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.drop(columns=[BUCKET]))
 
-    grouped = bucketed(events, plan.op.key, buckets).groupBy(BUCKET)
+    # one partition per bucket (not the session's shuffle partition count)
+    grouped = bucketed(events, plan.op.key, buckets).repartition(buckets, BUCKET).groupBy(BUCKET)
     return collect_files(plan, grouped.applyInPandas(step, FILES_SCHEMA).collect())
 
 

@@ -39,14 +39,18 @@ def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, s
 
 def merged_events(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
                   query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
-                  after: dict[str, int] | None = None) -> DataFrame:
+                  after: dict[str, int] | None = None, files: int | None = None) -> DataFrame:
     """``query``'s inputs at ``versions`` merged in order, with the stream's position ``__order``
-    (only the events of commits after ``after[stream]`` when given)."""
+    (only the events of commits after ``after[stream]`` when given), in ``files`` sorted ranges
+    when given."""
     parts = [_stream_events(storage, warehouse.recording(name), versions[stream], order, stream,
                             catalog.recording(name), None if after is None else after[stream])
              for order, (stream, name) in enumerate(query.inputs.items())]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
-    ordered = union.orderBy(F.col(EVENT_TIME).asc_nulls_first(), _ORDER, _STREAM_SEQ)
+    order = (F.col(EVENT_TIME).asc_nulls_first(), F.col(_ORDER), F.col(_STREAM_SEQ))
+    # a global sort cut into ``files`` ranges (``orderBy`` would take the shuffle partitions)
+    ordered = (union.orderBy(*order) if files is None else
+               union.repartitionByRange(files, *order).sortWithinPartitions(*order))
     columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
         F.col(c).cast(SPARK_TYPES[t]).alias(c)
         for c, t in merged.columns.items() if c != PARTITION]
@@ -55,11 +59,12 @@ def merged_events(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
 
 def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
                  query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
-                 target: str, run_id: str, segment: int = 0,
+                 target: str, run_id: str, files: int, segment: int = 0,
                  after: dict[str, int] | None = None) -> int:
-    """Write ``query``'s merged input to ``target`` once (idempotent); return its version.
-    A continuation (``segment`` >= 1) appends the events of the commits after ``after``."""
-    events = merged_events(storage, warehouse, catalog, query, versions, merged, after)
+    """Write ``query``'s merged input to ``target`` once (idempotent) as ``files`` Parquet files
+    (the run's bucket count) at most; return its version. A continuation (``segment`` >= 1)
+    appends the events of the commits after ``after``."""
+    events = merged_events(storage, warehouse, catalog, query, versions, merged, after, files)
     storage.write(events.drop(_ORDER), target, txn=Txn(f"{run_id}/input", segment),
                   metadata={"reprise.run": run_id, "reprise.inputs": str(versions)})
     return storage.version(target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -68,3 +69,10 @@ def remove_unreferenced(table: Path) -> list[Path]:
         if not any(directory.iterdir()):
             directory.rmdir()
     return removed
+
+
+def remove_leftovers(tables: Iterable[str]) -> list[Path]:
+    """:func:`remove_unreferenced` over each of a run's tables (local paths or ``file://``
+    URIs); what was deleted."""
+    return [f for table in tables
+            for f in remove_unreferenced(Path(table.removeprefix("file://")))]

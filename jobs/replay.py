@@ -32,6 +32,7 @@ from engine.operator import SEQ, TIME, KeyedOperator
 
 from . import plans
 from .arrival import input_index, overlapping, sequenced
+from .cluster import bucket_count
 from .keyed import (
     KINDS,
     StepFiles,
@@ -42,7 +43,7 @@ from .keyed import (
     execute_step,
 )
 from .merged import merge_inputs
-from .orphans import remove_unreferenced
+from .orphans import remove_leftovers
 from .run_context import RunContext
 from .run_lock import run_lock
 from .settings import Settings, load_settings
@@ -205,15 +206,15 @@ class Replay:
                                   f"{version}; omit --version to resume it, or choose another "
                                   "--run-id")
             return info
+        buckets = bucket_count(self.spark, self.settings)
         if ctx.merged:
             input_path = self.warehouse.run_table(run_id, "input")
             pinned = merge_inputs(self.storage, self.warehouse, self.catalog, query, sources,
-                                  recording, input_path, run_id)
+                                  recording, input_path, run_id, buckets)
         else:
             input_path, pinned = self.warehouse.recording(recording.name), sources["input"]
         files = input_index(self.storage, input_path, pinned)
         cuts = resolve_cuts(self.storage, spec, files, input_path, pinned, ctx.time_column)
-        buckets = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
@@ -264,16 +265,19 @@ class Replay:
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None,
             clean: bool = True) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
-        Holds the run's lock (another process replaying it makes this raise ``RunBusy``) and
-        first deletes the files a killed attempt staged but never committed (``clean=False``:
-        the caller knows there is none, e.g. a continuation of a complete run)."""
+        Holds the run's lock (another process replaying it makes this raise ``RunBusy``); deletes
+        the files killed task attempts staged but never committed first (``clean=False``: the
+        caller knows there is none, e.g. a continuation of a complete run) and again once the
+        last batch is committed."""
         from .segments import finish_rewind  # (it uses this module's storage helpers)
 
         with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
-            for path in self._tables(info).values() if clean else ():
-                remove_unreferenced(Path(path))
+            if clean:
+                remove_leftovers(self._tables(info).values())
             finish_rewind(self, info)  # a continuation stopped before its rewind was done
-            return self._run(info, on_batch)
+            manifest = self._run(info, on_batch)
+            remove_leftovers(self._tables(info).values())
+            return manifest
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
         ctx = self.context(info.query)

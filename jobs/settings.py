@@ -41,6 +41,9 @@ class Settings:
     delta_packages: str = ""
     #: ``REPRISE_BATCHES_PER_JOB``: consecutive batches run by one Spark job.
     batches_per_job: int = 32
+    #: ``REPRISE_BUCKETS``: key buckets of a new run (default: the cluster's executor cores, see
+    #: :func:`jobs.cluster.bucket_count`).
+    buckets: int | None = None
     #: ``REPRISE_EXCHANGE``: how events reach the key buckets (``direct`` or ``spark``; checked
     #: by the replay).
     exchange: str = "direct"
@@ -63,6 +66,9 @@ class Settings:
         if not per_job.strip().isdigit() or int(per_job) < 1:
             raise SettingsError(f"REPRISE_BATCHES_PER_JOB: expected a positive integer, "
                                 f"got {per_job!r}")
+        buckets = get("REPRISE_BUCKETS", "")
+        if buckets and (not buckets.strip().isdigit() or int(buckets) < 1):
+            raise SettingsError(f"REPRISE_BUCKETS: expected a positive integer, got {buckets!r}")
         return cls(
             warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
             catalog=Path(get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))),
@@ -72,6 +78,7 @@ class Settings:
             delta_jars=get("REPRISE_DELTA_JARS", ""),
             delta_packages=get("REPRISE_DELTA_PACKAGES", ""),
             batches_per_job=int(per_job),
+            buckets=int(buckets) if buckets else None,
             exchange=get("REPRISE_EXCHANGE", "direct"),
             kernel_dir=_kernel_dir(env),
             progress=env.get("REPRISE_PROGRESS") == "1",

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from .cluster import is_local
+from .code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from .jvm_stderr import jvm_stderr_quiet
 from .settings import Settings, SettingsError, load_settings
 
@@ -28,8 +30,12 @@ DELTA_CONF = {
 }
 
 
+#: The driver's heap on every master: validation and the commits run there.
+DRIVER_MEMORY = "4g"
+
+
 def _local_cores(master: str) -> int | None:
-    if not master.startswith("local"):
+    if not is_local(master):
         return None
     inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
     if inside.split(",")[0] == "*":
@@ -59,8 +65,8 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     settings = load_settings() if settings is None else settings
     master = master or settings.spark_master
     resolved = {
-        "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        "spark.driver.memory": DRIVER_MEMORY,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -72,18 +78,25 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     }
     cores = _local_cores(master)
     if cores is not None:
-        resolved["spark.sql.shuffle.partitions"] = str(max(2, cores))
+        # The workers run on this machine: the driver's interpreter (unless configured).
+        resolved["spark.pyspark.python"] = sys.executable
+        resolved["spark.sql.shuffle.partitions"] = str(settings.buckets or max(2, cores))
         resolved["spark.default.parallelism"] = str(max(2, cores))
-        resolved["spark.driver.memory"] = "4g"
         # The driver's RPC and block manager ports have no authentication: loopback only.
         resolved["spark.driver.bindAddress"] = LOOPBACK
         resolved["spark.driver.host"] = LOOPBACK
+    elif settings.buckets:
+        resolved["spark.sql.shuffle.partitions"] = str(settings.buckets)
     if settings.delta_jars:
         resolved["spark.jars"] = settings.delta_jars
     if settings.delta_packages:
         resolved["spark.jars.packages"] = settings.delta_packages
     resolved.update(parse_conf(settings.spark_conf))
     resolved.update(conf or {})
+    if cores is None:  # the daemon module comes with the shipped code (jobs.code_shipping)
+        paths = [EXECUTOR_PYTHONPATH, resolved.get("spark.executorEnv.PYTHONPATH", "")]
+        resolved["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
+            dict.fromkeys(p for p in paths if p))
     if not settings.verbose:
         options = resolved.get("spark.driver.extraJavaOptions", "")
         resolved["spark.driver.extraJavaOptions"] = (
@@ -96,18 +109,30 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
               settings: Settings | None = None) -> SparkSession:
-    """Return the process's SparkSession, creating it from :func:`session_conf` if needed."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    """Return the process's SparkSession, creating it from :func:`session_conf` if needed.
+
+    The executors' Python is ``spark.pyspark.python`` when the conf names one, else (cluster
+    masters) the driver's ``PYSPARK_PYTHON``, else the driver's interpreter path; PySpark hands
+    that path to every executor. On a cluster master the project's code is shipped to the
+    executors (:func:`jobs.code_shipping.ship_code`).
+    """
     settings = load_settings() if settings is None else settings
     master, resolved = session_conf(master, conf, settings)
+    python = resolved.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") \
+        or sys.executable
+    resolved["spark.pyspark.python"] = python
+    os.environ["PYSPARK_PYTHON"] = python  # what PySpark sends to the executors
     builder = SparkSession.builder.master(master).appName("reprise")
     for key, value in resolved.items():
         builder = builder.config(key, value)
     if settings.verbose:
-        return builder.getOrCreate()
-    with jvm_stderr_quiet():
         spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    else:
+        with jvm_stderr_quiet():
+            spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+    if not is_local(spark.sparkContext.master):
+        ship_code(spark)
     return spark
 
 

@@ -12,9 +12,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from engine.catalog import Catalog, RecordingSpec
-from engine.operator import SEQ, TIME, exact_pandas
+from engine.operator import SEQ, exact_pandas
 
 from .arrival import sequenced
+from .bucket_reference import ReferenceResult, placeable, reference_by_bucket
 from .replay import Replay, ReplayError, RunInfo, read_run
 from .run_context import RunContext
 from .run_query import query_of_run
@@ -183,18 +184,23 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str,
                           f"--run-id {run_id}` first")
     query, note = query_of_run(info, catalog)
     ctx = RunContext.of(query, catalog.recordings)
-    on_stage(f"reading the {info.total:,} input events of {info.recording} "
-             f"v{info.input_version}")
     frame = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
                       info.total, ctx.time_column, ctx.query.derived)
-    events_all = _exact_ints(frame, frame.toPandas(), ctx.recording)
-    events_all = events_all.sort_values(SEQ, kind="stable")
-    unplaceable = events_all[SEQ][events_all[ctx.key].isna() | events_all[TIME].isna()]
-    events_pdf = events_all.drop(unplaceable.index)
-    events_pdf[TIME] = events_pdf[TIME].astype("int64")
     op = ctx.operator
-    on_stage(f"computing the reference of {query.name}")
-    reference_out, reference_late, reference_rejected = ctx.reference(info.cuts)(events_pdf)
+    if ctx.family.reference_per_key:
+        on_stage(f"computing the reference of {query.name} over the {info.total:,} input "
+                 f"events of {info.recording} v{info.input_version}, per key bucket")
+        ints = tuple(c for c, t in ctx.recording.columns.items() if t == "int")
+        ref = reference_by_bucket(frame, ctx.reference(info.cuts), ctx.key, ints, info.buckets)
+    else:
+        on_stage(f"reading the {info.total:,} input events of {info.recording} "
+                 f"v{info.input_version}")
+        events, unplaceable = placeable(_exact_ints(frame, frame.toPandas(), ctx.recording),
+                                        ctx.key)
+        on_stage(f"computing the reference of {query.name}")
+        output, late, rejected = ctx.reference(info.cuts)(events)
+        ref = ReferenceResult(output, list(late), list(rejected), unplaceable, len(events))
+    reference_out, reference_late, reference_rejected = ref.output, ref.late, ref.rejected
 
     tables = {k: replay.warehouse.run_table(run_id, k) for k in ("output", "late", "quarantine")}
     on_stage("comparing with the run's output, late and quarantine tables")
@@ -204,10 +210,10 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str,
     mismatch = sorted(set(late) ^ set(reference_late))
     quarantined = replay.storage.read_arrow(tables["quarantine"]).column(
         "arrival_seq").to_pylist()
-    quarantine_mismatch = sorted(set(quarantined) ^ {*unplaceable.tolist(), *reference_rejected})
+    quarantine_mismatch = sorted(set(quarantined) ^ {*ref.unplaceable, *reference_rejected})
     counts = reconcile(info, manifest, {"output": len(output), "late": len(late),
                                         "quarantine": len(quarantined)})
-    processed = len(events_pdf) - len(reference_late) - len(reference_rejected)
+    processed = ref.events - len(reference_late) - len(reference_rejected)
     reconciles = counts.ok and processed == counts.processed
     return ValidationReport(run_id=run_id, output_rows=len(output),
                             reference_rows=len(reference_out), diff=diff, late_replay=len(late),

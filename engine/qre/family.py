@@ -15,6 +15,7 @@ class QreFamily(QueryFamily):
     """Per-key quantitative regular expressions (``engine/qre/README.md``)."""
 
     kind = "qre"
+    reference_per_key = True
 
     def parse(self, query: QuerySpec, recording: RecordingSpec) -> QreSpec:
         return parse_qre_query(query, recording)

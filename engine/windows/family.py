@@ -32,6 +32,7 @@ class WindowFamily(QueryFamily):
     """Per-key event-time windows with aggregates (``engine/windows/README.md``)."""
 
     kind = "window"
+    reference_per_key = True
 
     def parse(self, query: QuerySpec, recording: RecordingSpec) -> WindowSpec:
         return parse_window_query(query, recording)

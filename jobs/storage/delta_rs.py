@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -40,6 +39,27 @@ from .base import (
 
 def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _filesystem(path: str) -> tuple[pa.fs.FileSystem, str]:
+    """pyarrow's filesystem of a local path or URI, and the path within it."""
+    if "://" in path and not path.startswith("file://"):
+        return pa.fs.FileSystem.from_uri(path)
+    return pa.fs.LocalFileSystem(), _local(path)
+
+
+def _exists(path: str) -> bool:
+    fs, inner = _filesystem(path)
+    return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
+
+
+def _relative(path: str, root: str) -> str:
+    """A table file's path as the Delta log names it: relative to the table's root when it is
+    inside it (local paths and URIs alike), else the path itself."""
+    path, root = _local(path), _local(root).rstrip("/")
+    if path.startswith(root + "/"):
+        return path[len(root) + 1:]
+    return path if "://" in path else os.path.relpath(path, root)
 
 
 def file_stats(path: str, meta: pq.FileMetaData | None = None) -> tuple[int, str]:
@@ -99,8 +119,8 @@ class DeltaRsStorage(DeltaStorage):
         log = f"{root}/_delta_log/{{:020d}}.json"
         # (a handle whose version's log entry is gone belongs to a table deleted and made again:
         # it is opened afresh below)
-        if dt is not None and os.path.exists(log.format(dt.version())):
-            if os.path.exists(log.format(dt.version() + 1)):  # another writer committed since
+        if dt is not None and _exists(log.format(dt.version())):
+            if _exists(log.format(dt.version() + 1)):  # another writer committed since
                 dt.update_incremental()
             return dt
         if not DeltaTable.is_deltatable(root):
@@ -236,9 +256,12 @@ class DeltaRsStorage(DeltaStorage):
         target = self.staging_dir(path, uuid.uuid4().hex)  # not an operator: names only
         df.write.mode("error").parquet(target)
         staged = []
-        for f in sorted(glob.glob(f"{_local(target)}/*.parquet")):
-            rows, stats = file_stats(f)
-            staged.append(StagedFile(path=f, size=os.path.getsize(f), num_records=rows,
+        fs, directory = _filesystem(target)
+        written = fs.get_file_info(pa.fs.FileSelector(directory))
+        for info in sorted((i for i in written if i.path.endswith(".parquet")),
+                           key=lambda i: i.path):
+            rows, stats = file_stats(info.path)
+            staged.append(StagedFile(path=info.path, size=info.size, num_records=rows,
                                      stats=stats))
         return self.commit_files(path, staged, to_arrow_schema(df.schema), mode=mode, txn=txn,
                                  metadata=metadata)
@@ -254,11 +277,11 @@ class DeltaRsStorage(DeltaStorage):
             return WriteResult(version=None, skipped=True)
         now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
         actions: list[AddAction | RemoveAction] = [
-            AddAction(path=os.path.relpath(_local(f.path), root), size=f.size,
+            AddAction(path=_relative(f.path, root), size=f.size,
                       partition_values={}, modification_time=now_ms, data_change=True,
                       stats=f.stats or json.dumps({"numRecords": f.num_records}))
             for f in files]
-        actions += [RemoveAction(path=os.path.relpath(_local(p), root), data_change=True,
+        actions += [RemoveAction(path=_relative(p, root), data_change=True,
                                  deletion_timestamp=now_ms) for p in remove]
         props = _props(txn, metadata)
         try:

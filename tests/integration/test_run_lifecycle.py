@@ -58,3 +58,28 @@ def test_resume_removes_staged_files_no_table_version_references(replay):
     assert not any(s.exists() or s.parent.exists() for s in strays)
     assert outside.exists()  # only the run's own directories are cleaned
     assert validate_run(replay, replay.catalog, "killed").ok
+
+
+def test_a_completed_run_keeps_no_files_of_attempts_killed_during_it(replay):
+    """A task attempt killed while the run goes on (a lost executor) leaves its files in the
+    table directories; they are gone once the run completes, without a resume."""
+    info = replay.prepare("ev_w", plan="rows:30", run_id="lost-attempts")
+    replay.batches_per_job = 1  # several jobs: strays appear between two of them
+    run_dir = replay.warehouse.run_dir("lost-attempts")
+    strays: list[Path] = []
+
+    def lost_attempt(run_id: str, group: list[int]) -> None:
+        if group != [0]:
+            return
+        source = next(iter(_parquet(run_dir / "output")))
+        for table in ("output", "late", "state"):
+            stray = run_dir / table / "data" / f"b{group[0]:06d}-0ddba11" / "part-b00000-a7.parquet"
+            stray.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, stray)
+            strays.append(stray)
+
+    replay.before_manifest = lost_attempt
+    replay.run(info)
+    assert len(strays) == 3
+    assert not any(s.exists() or s.parent.exists() for s in strays)
+    assert validate_run(replay, replay.catalog, "lost-attempts").ok

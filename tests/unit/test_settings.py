@@ -44,6 +44,12 @@ def test_kernel_dir_falls_back_to_the_user_cache():
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_a_bad_bucket_count_names_the_variable(value):
+    with pytest.raises(SettingsError, match=f"REPRISE_BUCKETS: .*{value!r}"):
+        Settings.from_env({"REPRISE_BUCKETS": value})
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
 def test_a_bad_batches_per_job_names_the_variable(value):
     with pytest.raises(SettingsError, match=f"REPRISE_BATCHES_PER_JOB: .*{value!r}"):
         Settings.from_env({"REPRISE_BATCHES_PER_JOB": value})

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from jobs.code_shipping import CODE_ZIP
 from jobs.settings import Settings, SettingsError
 from jobs.spark import DELTA_CONF, delta_jars_configured, parse_conf, session_conf
 from jobs.storage import BACKENDS, open_storage
@@ -58,9 +59,39 @@ def test_cluster_masters_get_no_local_defaults(master):
     resolved_master, conf = session_conf(master, settings=env_settings({}))
     assert resolved_master == master
     for key in ("spark.sql.shuffle.partitions", "spark.default.parallelism",
-                "spark.driver.memory", "spark.driver.bindAddress", "spark.driver.host"):
+                "spark.driver.bindAddress", "spark.driver.host", "spark.pyspark.python"):
         assert key not in conf
     assert conf["spark.sql.session.timeZone"] == "UTC"
+
+
+@pytest.mark.parametrize("master", ["spark://host:7077", "local[2]"])
+def test_every_master_gets_the_driver_memory_default(master):
+    assert session_conf(master, settings=env_settings({}))[1]["spark.driver.memory"] == "4g"
+    conf = session_conf(master, settings=env_settings(
+        {"REPRISE_SPARK_CONF": "spark.driver.memory=16g"}))[1]
+    assert conf["spark.driver.memory"] == "16g"
+
+
+def test_cluster_executors_find_the_shipped_code_on_their_path():
+    _, conf = session_conf("spark://host:7077", settings=env_settings({}))
+    assert conf["spark.executorEnv.PYTHONPATH"] == CODE_ZIP
+    _, conf = session_conf("spark://host:7077", settings=env_settings(
+        {"REPRISE_SPARK_CONF": "spark.executorEnv.PYTHONPATH=/opt/lib"}))
+    assert conf["spark.executorEnv.PYTHONPATH"].split(":") == [CODE_ZIP, "/opt/lib"]
+    assert "spark.executorEnv.PYTHONPATH" not in session_conf("local[2]", settings=env_settings(
+        {}))[1]
+
+
+def test_a_cluster_python_from_the_conf_is_kept():
+    _, conf = session_conf("spark://host:7077", settings=env_settings(
+        {"REPRISE_SPARK_CONF": "spark.pyspark.python=/opt/py/bin/python3"}))
+    assert conf["spark.pyspark.python"] == "/opt/py/bin/python3"
+
+
+@pytest.mark.parametrize("master", ["spark://host:7077", "local[2]"])
+def test_reprise_buckets_sets_the_shuffle_partitions(master):
+    conf = session_conf(master, settings=env_settings({"REPRISE_BUCKETS": "5"}))[1]
+    assert conf["spark.sql.shuffle.partitions"] == "5"
 
 
 def test_environment_overrides_master_and_conf():

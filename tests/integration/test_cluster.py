@@ -1,0 +1,118 @@
+"""Acceptance test of issue 18: every family replays and validates on a Spark standalone cluster
+(a master and two 1-core workers on 127.0.0.1, started from the environment's pyspark), and a
+replay survives a worker SIGKILLed in the middle of it.
+
+The drivers are ``reprise`` commands run as the README's "A Spark cluster" section says; the
+workers have no ``PYTHONPATH``, so the executors run the code the driver ships. Slow (several
+Spark applications): ``make test-slow`` or ``.venv/bin/python -m pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from standalone import StandaloneCluster, cluster_env
+
+from jobs.code_shipping import CODE_ZIP
+from jobs.orphans import referenced_files
+
+pytestmark = pytest.mark.slow
+
+REPRISE = [sys.executable, "-m", "jobs.cli"]
+#: One query of each family, and the recordings they read.
+QUERIES = {"window": "vitals_hr_1m", "qre": "vitals_tachy_count", "spj": "ads_campaign_counts"}
+TIMEOUT_S = 900
+
+
+def reprise(env: dict[str, str], cwd: Path, *args: str) -> str:
+    done = subprocess.run([*REPRISE, *args], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, f"reprise {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def run_json(warehouse: Path, run_id: str) -> dict:
+    return json.loads((warehouse / "runs" / run_id / "run.json").read_text())
+
+
+def unreferenced(table: Path) -> set[Path]:
+    data = {p.resolve() for p in (table / "data").rglob("*.parquet")}
+    return data - (referenced_files(table) or set())
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with StandaloneCluster(tmp_path_factory.mktemp("cluster")) as started:
+        yield started
+    assert not started.stragglers()
+
+
+@pytest.fixture(scope="module")
+def driver(cluster, tmp_path_factory):
+    """(environment of a reprise driver on the cluster, its working directory, warehouse)."""
+    cwd = tmp_path_factory.mktemp("driver")
+    warehouse = cwd / "warehouse"
+    env = cluster_env(cluster.url, warehouse, PYTHONPATH=str(Path(__file__).parents[2]))
+    reprise(env, cwd, "generate", "vitals", "--keys", "40", "--events", "6000", "--commits", "4")
+    reprise(env, cwd, "generate", "ads", "--keys", "100", "--events", "6000", "--commits", "3")
+    return env, cwd, warehouse
+
+
+@pytest.mark.parametrize("family", sorted(QUERIES))
+def test_each_family_replays_and_validates_on_the_cluster(cluster, driver, family):
+    env, cwd, warehouse = driver
+    run_id = f"cluster-{family}"
+    reprise(env, cwd, "replay", QUERIES[family], "--run-id", run_id)
+    assert "output equals the reference" in reprise(env, cwd, "validate", run_id)
+    info = run_json(warehouse, run_id)
+    assert info["buckets"] == 2  # the executors' cores, not Spark's 200 shuffle partitions
+    if family == "spj":  # the merged input is written as one file per bucket at most
+        files = list((warehouse / "runs" / run_id / "input").rglob("*.parquet"))
+        assert 1 <= len(files) <= 2
+    # the executors fetched the shipped code (they have no PYTHONPATH of their own)
+    assert list((cluster.root / "work").glob(f"app-*/*/{CODE_ZIP}"))
+
+
+def test_executors_import_the_project_from_the_shipped_zip(cluster, driver):
+    env, cwd, _ = driver
+    code = ("from jobs.spark import get_spark\n"
+            "sc = get_spark().sparkContext\n"
+            "print(sc.parallelize(range(2), 2).map(\n"
+            "    lambda _: __import__('jobs.keyed', fromlist=['k']).__file__).collect())\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
+                         text=True, timeout=TIMEOUT_S, check=True).stdout
+    paths = ast.literal_eval(out.strip().splitlines()[-1])  # a printed list of two paths
+    assert len(paths) == 2 and all(f"/{CODE_ZIP}/jobs/keyed.py" in p for p in paths), paths
+
+
+def test_a_replay_survives_a_worker_killed_in_the_middle(cluster, driver):
+    env, cwd, warehouse = driver
+    run_id = "cluster-killed-worker"
+    manifest_log = warehouse / "runs" / run_id / "manifest" / "_delta_log"
+    replay = subprocess.Popen(
+        [*REPRISE, "replay", QUERIES["window"], "--plan", "rows:300", "--run-id", run_id],
+        env={**env, "REPRISE_BATCHES_PER_JOB": "1"}, cwd=cwd, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not list(manifest_log.glob("*.json")) and replay.poll() is None:
+            assert time.monotonic() < deadline, "no batch committed"
+            time.sleep(0.2)
+        assert replay.poll() is None, "the replay ended before a worker could be killed"
+        cluster.kill("worker1")  # its executor and Python workers die with it
+        out, _ = replay.communicate(timeout=TIMEOUT_S)
+    finally:
+        if replay.poll() is None:
+            replay.kill()
+            replay.wait()
+    assert replay.returncode == 0, out
+    assert len(run_json(warehouse, run_id)["cuts"]) - 1 == 20  # 6,000 events, rows:300
+    assert "output equals the reference" in reprise(env, cwd, "validate", run_id)
+    for table in ("output", "late", "quarantine", "state", "manifest"):
+        assert not unreferenced(warehouse / "runs" / run_id / table)
