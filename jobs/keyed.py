@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from engine.operator import REASON, SEQ, TIME, KeyedOperator, exact_pandas, to_arrow
 
+from .derived import WorkerDerive
 from .storage import StagedFile, file_stats
 
 BUCKET = "__bucket"
@@ -54,6 +55,7 @@ class StepPlan:
     state_files: dict[int, list[str]] = field(default_factory=dict)  # bucket -> state files
     finish: bool = False  # the last of ``batches`` is the end-of-input flush
     kernel_dir: str | None = None  # QRE kernel cache of the workers (``REPRISE_KERNEL_DIR``)
+    derive: WorkerDerive | None = None  # derived columns computed by the workers (direct)
 
 
 @dataclass(frozen=True)
@@ -252,11 +254,12 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
     """
     lo, hi = plan.batches[0][1], plan.batches[-1][2]
     key, tables = plan.op.key, []
+    derived = plan.derive.names if plan.derive else ()
+    columns = [c for c in plan.recording_columns if c not in derived]
     for f in files:
         fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
             pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=list(plan.recording_columns),
-                              read_dictionary=[key])
+        table = pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=[key])
         seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
         mine = (seq >= lo) & (seq < hi) & (key_buckets(table.column(key), buckets) == bucket)
         table = table.filter(pa.array(mine))
@@ -266,6 +269,9 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
         return no_events(plan)
     # nanosecond timestamps, as Spark hands them to pandas workers
     events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
+    if plan.derive:
+        events = plan.derive.add_to(
+            events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket)
     if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
         events[key] = events[key].to_numpy(dtype=object)
     return events

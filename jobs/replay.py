@@ -32,6 +32,7 @@ from engine.operator import SEQ, TIME, KeyedOperator
 
 from . import plans
 from .arrival import input_index, overlapping, sequenced
+from .derived import exchange_for, in_workers
 from .keyed import (
     KINDS,
     StepFiles,
@@ -206,7 +207,8 @@ class Replay:
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
                        operator=f"{op.name}@{op.version}", query_spec=query.raw,
                        sources=sources,
-                       exchange="spark" if query.derived else self._exchange())
+                       exchange=exchange_for(ctx, self._exchange(),
+                                             [asdict(f) for f in files]))
         run_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = run_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
@@ -312,11 +314,13 @@ class Replay:
         state_files: dict[int, list[str]] = {}
         for f in live:
             state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
+        derive = in_workers(ctx, info.files) if info.exchange == "direct" else None
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
                         schemas=schemas, recording_columns=tuple(ctx.recording.columns),
                         time_column=ctx.time_column, state_files=state_files,
                         finish=finish,
-                        kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir))
+                        kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
+                        derive=derive)
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         if info.exchange == "direct":
             steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
