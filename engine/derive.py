@@ -64,6 +64,9 @@ class DerivedProgram:
     def step(self, state: list[KeyState], events: pd.DataFrame
              ) -> tuple[dict[str, pd.Series], list[KeyState]]:
         """The derived columns of ``events`` (any keys, in arrival order), and the next state."""
+        if events.empty:
+            return {name: Values.constant(None, declared, 0).to_series(declared).set_axis(
+                events.index) for name, declared, _ in self.columns}, state
         env = _Env(self, events, list(state))
         out = {}
         for name, declared, node in self.columns:
@@ -211,6 +214,12 @@ class _Compiler:
             a, _ = self.node(e.expressions[0])
             negated = e.name.lower() == "isnotnull"
             return (lambda env: _not_if(dv.is_null(a(env)), negated)), "bool"
+        if isinstance(e, exp.Anonymous) and e.name.lower() == "pmod" and len(e.expressions) == 2:
+            x, y = e.expressions
+            rem, kind = self.arithmetic("%", x, y)
+            divisor, dkind = self.node(y)
+            divisor = self.cast(divisor, dkind, kind)
+            return (lambda env: _positive_mod(rem(env), divisor(env))), kind
         if isinstance(e, exp.Window):
             return self.window(e)
         raise Unsupported(f"{e.sql('spark')!r} is computed by Spark SQL")
@@ -401,6 +410,14 @@ class _Compiler:
 def _map(values: Values, f: Callable[[np.ndarray], np.ndarray]) -> Values:
     with np.errstate(all="ignore"):
         return Values(f(values.data), values.valid, values.kind)
+
+
+def _positive_mod(rem: Values, divisor: Values) -> Values:
+    """Spark's ``pmod``: the remainder moved into the divisor's sign range."""
+    with np.errstate(all="ignore"):
+        fixed = np.where(rem.data < 0, np.fmod(rem.data + divisor.data,
+                                               np.where(rem.valid, divisor.data, 1)), rem.data)
+    return Values(fixed, rem.valid, rem.kind)
 
 
 def _not_if(values: Values, negated: bool) -> Values:

@@ -46,7 +46,8 @@ class Values:
         if kind == "double":
             return Values(column.to_numpy(dtype="float64", na_value=np.nan), valid, kind)
         if kind == "bool":
-            return Values(column.fillna(False).to_numpy(dtype="bool"), valid, kind)
+            return Values(np.where(valid, column.to_numpy(dtype=object), False).astype(bool),
+                          valid, kind)
         return Values(column.to_numpy(dtype=object), valid, kind)
 
     def as_double(self) -> Values:
