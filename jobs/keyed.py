@@ -236,13 +236,27 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
 
 
 def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, StepFiles]:
-    """Run the plan's batches in one Spark job; returns what each batch wrote."""
+    """Run the plan's batches in one Spark job; returns what each batch wrote.
+
+    With the end-of-input flush in the plan, the events are cogrouped with one row per bucket,
+    so that every bucket runs (also one without events in the range: its state is flushed).
+    """
 
     def step(pdf: pd.DataFrame) -> pd.DataFrame:
         return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.drop(columns=[BUCKET]))
 
+    def step_all(pdf: pd.DataFrame, bucket: pd.DataFrame) -> pd.DataFrame:
+        if pdf.empty:
+            return run_bucket(plan, int(bucket[BUCKET].iloc[0]), no_events(plan))
+        return step(pdf)
+
     grouped = bucketed(events, plan.op.key, buckets).groupBy(BUCKET)
-    return collect_files(plan, grouped.applyInPandas(step, FILES_SCHEMA).collect())
+    if plan.finish:
+        every = events.sparkSession.range(buckets).withColumnRenamed("id", BUCKET)
+        job = grouped.cogroup(every.groupBy(BUCKET)).applyInPandas(step_all, FILES_SCHEMA)
+    else:
+        job = grouped.applyInPandas(step, FILES_SCHEMA)
+    return collect_files(plan, job.collect())
 
 
 def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) -> pd.DataFrame:

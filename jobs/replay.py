@@ -276,7 +276,7 @@ class Replay:
 
     def _group_of(self, info: RunInfo, first: int) -> list[int]:
         """Consecutive batches run by one Spark job; the end-of-input flush joins the last group
-        with the direct exchange (every bucket has a task there) and runs alone otherwise."""
+        (every bucket has a task there: see :func:`execute_step`)."""
         if first == info.batches:
             return [first]
         group, rows = [first], info.cuts[first + 1] - info.cuts[first]
@@ -285,7 +285,7 @@ class Replay:
                <= self.rows_per_job):
             group.append(group[-1] + 1)
             rows += info.cuts[group[-1] + 1] - info.cuts[group[-1]]
-        if info.exchange == "direct" and group[-1] + 1 == info.batches:
+        if group[-1] + 1 == info.batches:
             group.append(info.batches)
         return group
 
@@ -325,7 +325,7 @@ class Replay:
         if info.exchange == "direct":
             steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
                                    info.buckets)
-        elif finish:  # alone: one task per bucket that holds state
+        elif group == [info.batches]:  # alone: one task per bucket that holds state
             steps = execute_finish(self.spark, plan)
         else:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
