@@ -309,7 +309,7 @@ def key_buckets(keys: pa.ChunkedArray, buckets: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], buckets: int
+def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict], buckets: int
                    ) -> dict[int, StepFiles]:
     """Run the plan's batches in one Spark job, one task per bucket reading its own events.
 
@@ -323,14 +323,14 @@ def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], bucke
     return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
 
 
-def execute_finish(spark: SparkSession, plan: StepPlan) -> dict[int, StepFiles]:
+def execute_finish(spark: SparkSession | None, plan: StepPlan) -> dict[int, StepFiles]:
     """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
     empty = no_events(plan)
     return collect_files(plan, per_bucket(spark, sorted(plan.state_files),
                                           lambda bucket: run_bucket(plan, bucket, empty)))
 
 
-def per_bucket(spark: SparkSession, buckets: list[int],
+def per_bucket(spark: SparkSession | None, buckets: list[int],
                work: Callable[[int], pd.DataFrame]) -> list[dict]:
     """``work(bucket)`` for every bucket, each in its own Spark task (one partition per bucket,
     no shuffle, so the tasks run in parallel); the rows of all results.
@@ -339,6 +339,8 @@ def per_bucket(spark: SparkSession, buckets: list[int],
     """
     if not buckets:
         return []
+    if spark is None:  # a small run in the driver process (see Replay.local_events)
+        return [row for bucket in buckets for row in work(bucket).to_dict("records")]
     tasks = spark.sparkContext.parallelize(buckets, len(buckets))
     return tasks.flatMap(lambda bucket: work(bucket).to_dict("records")).collect()
 

@@ -42,6 +42,7 @@ from .keyed import (
     execute_finish,
     execute_step,
 )
+from .lazy_spark import not_started
 from .merged import merge_inputs
 from .orphans import remove_unreferenced
 from .run_context import RunContext
@@ -154,7 +155,8 @@ class Replay:
     rows_per_job: int = 2_000_000
     #: ``direct``: each bucket's task reads the input files itself (no shuffle; every task reads
     #: the range); ``spark``: Spark reads and shuffles the events to the buckets. Queries with
-    #: derived columns always use ``spark``. Default ``settings.exchange``.
+    #: derived columns the workers cannot compute use ``spark`` (see :mod:`jobs.derived`).
+    #: Default ``settings.exchange``.
     exchange: str = ""
     #: Called with the run id and a group's batches after the group's table commits and before
     #: its manifest commit (the crash tests kill the process there).
@@ -201,7 +203,9 @@ class Replay:
             input_path, pinned = self.warehouse.recording(recording.name), sources["input"]
         files = input_index(self.storage, input_path, pinned)
         cuts = resolve_cuts(self.storage, spec, files, input_path, pinned, ctx.time_column)
-        buckets = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
+        lazy = not_started(self.spark)
+        buckets = (lazy and lazy.shuffle_partitions()) or int(
+            self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
@@ -322,11 +326,13 @@ class Replay:
                         kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
                         derive=derive)
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
+        # a small run with Spark not started yet: the buckets run in this process
+        spark = None if not_started(self.spark) and info.total <= self.settings.local_events \
+            else self.spark
         if info.exchange == "direct":
-            steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
-                                   info.buckets)
+            steps = execute_direct(spark, plan, overlapping(info.files, lo, hi), info.buckets)
         elif group == [info.batches]:  # alone: one task per bucket that holds state
-            steps = execute_finish(self.spark, plan)
+            steps = execute_finish(spark, plan)
         else:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
                                lo, hi, plan.time_column, ctx.query.derived)
