@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.qre_kernel
 	$(BIN)/python -m benchmarks.qre_operator
 	$(BIN)/python -m benchmarks.qre_replay
+	$(BIN)/python -m benchmarks.v_shapes
 	$(BIN)/python -m benchmarks.spj_memory
 	$(BIN)/python -m benchmarks.continuation
 

@@ -92,8 +92,17 @@ class Context:
         return self._storage
 
     def replay(self):
+        """The replay runner; with the delta-rs backend Spark starts only when the run needs it
+        (a small run on the direct exchange runs in this process)."""
+        from .lazy_spark import LazySpark
         from .replay import Replay
+        from .storage import open_driver_storage
+        from .storage.delta_rs import DeltaRsStorage
 
+        if self._storage is None and isinstance(
+                open_driver_storage(self._backend, self.settings), DeltaRsStorage):
+            spark = LazySpark(self.settings, lambda: console.status("starting Spark..."))
+            self._storage = DeltaRsStorage(spark)  # type: ignore[arg-type]  # started on use
         return Replay(self.storage.spark, self.storage, self.warehouse, self.catalog,
                       settings=self.settings)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
+from .lazy_spark import not_started
 from .settings import Settings
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -59,6 +60,9 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
     would make every shuffle of a replay 200 tasks)."""
     if settings.buckets:
         return settings.buckets
+    lazy = not_started(spark)
+    if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
+        return local
     sc = spark.sparkContext
     if not is_local(sc.master):
         wait_for_executors(lambda: executor_count(spark))

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from engine.operator import REASON, SEQ, TIME, KeyedOperator, exact_pandas, to_arrow
 
+from .derived import WorkerDerive
 from .storage import StagedFile, file_stats
 
 BUCKET = "__bucket"
@@ -54,6 +55,7 @@ class StepPlan:
     state_files: dict[int, list[str]] = field(default_factory=dict)  # bucket -> state files
     finish: bool = False  # the last of ``batches`` is the end-of-input flush
     kernel_dir: str | None = None  # QRE kernel cache of the workers (``REPRISE_KERNEL_DIR``)
+    derive: WorkerDerive | None = None  # derived columns computed by the workers (direct)
 
 
 @dataclass(frozen=True)
@@ -234,14 +236,28 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
 
 
 def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, StepFiles]:
-    """Run the plan's batches in one Spark job; returns what each batch wrote."""
+    """Run the plan's batches in one Spark job; returns what each batch wrote.
+
+    With the end-of-input flush in the plan, the events are cogrouped with one row per bucket,
+    so that every bucket runs (also one without events in the range: its state is flushed).
+    """
 
     def step(pdf: pd.DataFrame) -> pd.DataFrame:
         return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.drop(columns=[BUCKET]))
 
+    def step_all(pdf: pd.DataFrame, bucket: pd.DataFrame) -> pd.DataFrame:
+        if pdf.empty:
+            return run_bucket(plan, int(bucket[BUCKET].iloc[0]), no_events(plan))
+        return step(pdf)
+
     # one partition per bucket (not the session's shuffle partition count)
     grouped = bucketed(events, plan.op.key, buckets).repartition(buckets, BUCKET).groupBy(BUCKET)
-    return collect_files(plan, grouped.applyInPandas(step, FILES_SCHEMA).collect())
+    if plan.finish:
+        every = events.sparkSession.range(buckets).withColumnRenamed("id", BUCKET)
+        job = grouped.cogroup(every.groupBy(BUCKET)).applyInPandas(step_all, FILES_SCHEMA)
+    else:
+        job = grouped.applyInPandas(step, FILES_SCHEMA)
+    return collect_files(plan, job.collect())
 
 
 def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) -> pd.DataFrame:
@@ -253,11 +269,12 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
     """
     lo, hi = plan.batches[0][1], plan.batches[-1][2]
     key, tables = plan.op.key, []
+    derived = plan.derive.names if plan.derive else ()
+    columns = [c for c in plan.recording_columns if c not in derived]
     for f in files:
         fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
             pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=list(plan.recording_columns),
-                              read_dictionary=[key])
+        table = pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=[key])
         seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
         mine = (seq >= lo) & (seq < hi) & (key_buckets(table.column(key), buckets) == bucket)
         table = table.filter(pa.array(mine))
@@ -267,6 +284,9 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
         return no_events(plan)
     # nanosecond timestamps, as Spark hands them to pandas workers
     events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
+    if plan.derive:
+        events = plan.derive.add_to(
+            events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket)
     if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
         events[key] = events[key].to_numpy(dtype=object)
     return events
@@ -290,34 +310,31 @@ def key_buckets(keys: pa.ChunkedArray, buckets: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def execute_direct(spark: SparkSession, plan: StepPlan, files: list[dict], buckets: int,
-                   in_driver: bool = False) -> dict[int, StepFiles]:
+def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict], buckets: int
+                   ) -> dict[int, StepFiles]:
     """Run the plan's batches in one Spark job, one task per bucket reading its own events.
 
     No shuffle: each task reads the input files of the range with pyarrow and keeps its keys
     (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
-    ``in_driver``: the same bucket tasks run one after the other in this process, without a
-    Spark job (for a few events, e.g. a continuation's new commits, the job's fixed cost would
-    dominate); the files they write are the same.
+    ``spark`` None: the same bucket tasks run one after the other in this process, without a
+    Spark job (for a few events, e.g. a small replay or a continuation's new commits, the job's
+    fixed cost would dominate); the files they write are the same.
     """
 
     def step(bucket: int) -> pd.DataFrame:
         return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
 
-    if in_driver:
-        return collect_files(plan, [row for bucket in range(buckets)
-                                    for row in step(bucket).to_dict("records")])
     return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
 
 
-def execute_finish(spark: SparkSession, plan: StepPlan) -> dict[int, StepFiles]:
+def execute_finish(spark: SparkSession | None, plan: StepPlan) -> dict[int, StepFiles]:
     """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
     empty = no_events(plan)
     return collect_files(plan, per_bucket(spark, sorted(plan.state_files),
                                           lambda bucket: run_bucket(plan, bucket, empty)))
 
 
-def per_bucket(spark: SparkSession, buckets: list[int],
+def per_bucket(spark: SparkSession | None, buckets: list[int],
                work: Callable[[int], pd.DataFrame]) -> list[dict]:
     """``work(bucket)`` for every bucket, each in its own Spark task (one partition per bucket,
     no shuffle, so the tasks run in parallel); the rows of all results.
@@ -326,6 +343,8 @@ def per_bucket(spark: SparkSession, buckets: list[int],
     """
     if not buckets:
         return []
+    if spark is None:  # a small run in the driver process (see Replay.local_events)
+        return [row for bucket in buckets for row in work(bucket).to_dict("records")]
     tasks = spark.sparkContext.parallelize(buckets, len(buckets))
     return tasks.flatMap(lambda bucket: work(bucket).to_dict("records")).collect()
 

@@ -33,6 +33,7 @@ from engine.operator import SEQ, TIME, KeyedOperator
 from . import plans
 from .arrival import input_index, overlapping, sequenced
 from .cluster import bucket_count
+from .derived import exchange_for, in_workers
 from .keyed import (
     KINDS,
     StepFiles,
@@ -42,6 +43,7 @@ from .keyed import (
     execute_finish,
     execute_step,
 )
+from .lazy_spark import not_started
 from .merged import merge_inputs
 from .orphans import remove_leftovers
 from .run_context import RunContext
@@ -164,7 +166,8 @@ class Replay:
     rows_per_job: int = 2_000_000
     #: ``direct``: each bucket's task reads the input files itself (no shuffle; every task reads
     #: the range); ``spark``: Spark reads and shuffles the events to the buckets. Queries with
-    #: derived columns always use ``spark``. Default ``settings.exchange``.
+    #: derived columns the workers cannot compute use ``spark`` (see :mod:`jobs.derived`).
+    #: Default ``settings.exchange``.
     exchange: str = ""
     #: Called with the run id and a group's batches after the group's table commits and before
     #: its manifest commit (the crash tests kill the process there).
@@ -220,7 +223,8 @@ class Replay:
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
                        operator=f"{op.name}@{op.version}", query_spec=query.raw,
                        sources=sources,
-                       exchange="spark" if query.derived else self._exchange())
+                       exchange=exchange_for(ctx, self._exchange(),
+                                             [asdict(f) for f in files]))
         run_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = run_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
@@ -295,7 +299,7 @@ class Replay:
 
     def _group_of(self, info: RunInfo, first: int) -> list[int]:
         """Consecutive batches run by one Spark job; the end-of-input flush joins the last group
-        with the direct exchange (every bucket has a task there) and runs alone otherwise."""
+        (every bucket has a task there: see :func:`execute_step`)."""
         if first == info.batches:
             return [first]
         group, rows = [first], info.cuts[first + 1] - info.cuts[first]
@@ -304,7 +308,7 @@ class Replay:
                <= self.rows_per_job):
             group.append(group[-1] + 1)
             rows += info.cuts[group[-1] + 1] - info.cuts[group[-1]]
-        if info.exchange == "direct" and group[-1] + 1 == info.batches:
+        if group[-1] + 1 == info.batches:
             group.append(info.batches)
         return group
 
@@ -333,17 +337,23 @@ class Replay:
         state_files: dict[int, list[str]] = {}
         for f in live:
             state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
+        derive = in_workers(ctx, info.files) if info.exchange == "direct" else None
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
                         schemas=schemas, recording_columns=tuple(ctx.recording.columns),
                         time_column=ctx.time_column, state_files=state_files,
                         finish=finish,
-                        kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir))
+                        kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
+                        derive=derive)
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
+        # a small run with Spark not started yet: the buckets run in this process
+        # few events (a small run with Spark not started yet, or a continuation's new commits):
+        # the buckets run in this process
+        spark = None if (not_started(self.spark) and info.total <= self.settings.local_events) \
+            or hi - lo <= self.driver_rows else self.spark
         if info.exchange == "direct":
-            steps = execute_direct(self.spark, plan, overlapping(info.files, lo, hi),
-                                   info.buckets, in_driver=hi - lo <= self.driver_rows)
-        elif finish:  # alone: one task per bucket that holds state
-            steps = execute_finish(self.spark, plan)
+            steps = execute_direct(spark, plan, overlapping(info.files, lo, hi), info.buckets)
+        elif group == [info.batches]:  # alone: one task per bucket that holds state
+            steps = execute_finish(spark, plan)
         else:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
                                lo, hi, plan.time_column, ctx.query.derived)

@@ -55,6 +55,9 @@ class Settings:
     progress: bool = False
     #: ``REPRISE_VERBOSE=1`` (or ``--verbose``): show the JVM's own log on stderr.
     verbose: bool = False
+    #: ``REPRISE_LOCAL_EVENTS``: a ``reprise replay`` of at most this many events on the direct
+    #: exchange runs its buckets in the command's own process, without starting Spark.
+    local_events: int = 20_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -69,6 +72,10 @@ class Settings:
         buckets = get("REPRISE_BUCKETS", "")
         if buckets and (not buckets.strip().isdigit() or int(buckets) < 1):
             raise SettingsError(f"REPRISE_BUCKETS: expected a positive integer, got {buckets!r}")
+        local = get("REPRISE_LOCAL_EVENTS", "20000")
+        if not local.strip().isdigit():
+            raise SettingsError(f"REPRISE_LOCAL_EVENTS: expected a non-negative integer, "
+                                f"got {local!r}")
         return cls(
             warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
             catalog=Path(get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))),
@@ -83,6 +90,7 @@ class Settings:
             kernel_dir=_kernel_dir(env),
             progress=env.get("REPRISE_PROGRESS") == "1",
             verbose=env.get("REPRISE_VERBOSE", "") not in ("", "0"),
+            local_events=int(local),
         )
 
 

@@ -1,0 +1,42 @@
+"""The worker daemon's preload (jobs.worker_daemon): what it imports, and that it can fork."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from jobs.worker_daemon import PRELOAD, SINGLE_THREADED, without_archives
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = """
+import json, os, sys
+from jobs.worker_daemon import preload
+missing = preload()
+threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+print(json.dumps({"missing": missing, "threads": threads,
+                  "loaded": [m for m in sys.argv[1:] if m in sys.modules]}))
+"""
+
+
+def test_preload_imports_every_module_and_leaves_one_thread_to_fork_from():
+    """Forking a process with other threads leaves their locks held in the child: after the
+    preload the daemon must still have exactly one thread (numpy's OpenBLAS pool and the
+    jemalloc purge threads of pyarrow and deltalake would otherwise be running)."""
+    env = {k: v for k, v in os.environ.items() if k not in SINGLE_THREADED}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", PROBE, *PRELOAD], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["missing"] == []
+    assert report["loaded"] == list(PRELOAD)
+    assert report["threads"] == ["python"]
+
+
+def test_without_archives_keeps_directories(tmp_path):
+    archive = tmp_path / "pyspark.zip"
+    archive.write_bytes(b"")
+    assert without_archives([str(tmp_path), str(archive), "/nowhere.jar"]) == [
+        str(tmp_path), "/nowhere.jar"]
