@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from .lazy_spark import not_started
 from .settings import Settings
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -60,6 +59,8 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
     would make every shuffle of a replay 200 tasks)."""
     if settings.buckets:
         return settings.buckets
+    from .lazy_spark import not_started  # (it imports jobs.spark, which imports this module)
+
     lazy = not_started(spark)
     if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
         return local
