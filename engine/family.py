@@ -25,6 +25,7 @@ from .filtered import FilteredOperator
 if TYPE_CHECKING:  # the catalog imports the registry, which imports the families
     from .catalog import QuerySpec, RecordingSpec
     from .operator import KeyedOperator
+    from .sharing import SharingView
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
 #: arrival sequence numbers of events the query cannot use).
@@ -109,3 +110,16 @@ class QueryFamily(ABC):
                       ) -> pa.Schema:
         """The Arrow schema of the operator's output rows."""
         return self.operator(query, recordings).output_schema
+
+    def sharing_view(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> SharingView:
+        """What the shared planner (``engine/sharing``) needs of ``query``. The default fits a
+        query that shares only the scan: its ``where:`` (TRUE without one) and the columns it
+        reads; a family whose queries can share panes returns its window, key, aggregates and
+        ``having`` as well."""
+        from .predicate import TRUE
+        from .sharing import SharingView
+
+        where = getattr(query, "where", None) or TRUE
+        return SharingView(query.name, frozenset(self.columns_read(query, recordings)), where,
+                           recording=query.input)

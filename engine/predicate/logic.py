@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from . import values as V
 from .form import FALSE, TRUE, And, Const, InSet, IsNull, Or, Pred, in_set, sort_key
 
-#: Operand count above which absorption between operands is skipped (it is quadratic).
+#: Operand count above which absorption and box merging between operands are skipped (they
+#: are quadratic or worse); the result is still correct, only less simplified.
 ABSORB_LIMIT = 64
 
 
@@ -132,7 +133,7 @@ def disjoin(*operands: Pred) -> Pred:
     if isinstance(merged, Const):
         return merged
     unique = sorted(set(merged), key=sort_key)
-    boxes = _merge_boxes(unique)
+    boxes = _merge_boxes(unique) if len(unique) <= ABSORB_LIMIT else unique
     if len(boxes) < len(unique):
         return disjoin(*boxes)
     unique = _absorb(unique, conjunction=False)

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from engine.predicate import conjoin, disjoin, implies, parse_predicate
 
-SETTINGS = {"deadline": None, "derandomize": True, "max_examples": 150}
+SETTINGS = {"deadline": None, "derandomize": True, "max_examples": 120}
 COLUMNS = {"x": "int", "d": "double", "s": "string", "b": "bool", "t": "timestamp"}
 STAMPS = ["2024-01-01 00:00:00", "2024-01-01 00:00:00.000001", "2024-02-29 12:30:00",
           "1999-12-31 23:59:59.999999"]

@@ -1,0 +1,85 @@
+"""The cost model: estimated work, in row operations, of a cluster, of a pane group and of a
+query standing alone (the formulas are documented in ``engine/sharing/README.md``).
+
+Units: reading one column of one row is 1; evaluating one predicate atom (one interval of a
+value set, or IS NULL) on one row is 1; a row entering a residual, a query's operator or a
+pane's partial states is 1; one pane (or slice) emitted per key is 1 and merging one pane into
+one window is 1.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+from ..predicate import And, Const, InSet, Or, Pred
+from .stats import Statistics
+from .view import SharingView
+
+
+def atoms(pred: Pred) -> int:
+    """The number of comparisons evaluating ``pred`` on a row takes."""
+    if isinstance(pred, Const):
+        return 0
+    if isinstance(pred, InSet):
+        return len(pred.values)
+    if isinstance(pred, (And, Or)):
+        return sum(atoms(o) for o in pred.operands)
+    return 1
+
+
+def window_work(view: SharingView, pane: int, rows_in: float, stats: Statistics) -> float:
+    """Assembling ``view``'s windows from panes of ``pane`` units over ``rows_in`` rows: the
+    panes each key emits plus the panes merged into each window."""
+    w = view.window
+    assert w is not None
+    keys = stats.key_count(view.key)
+    extent = stats.span(w.time) if w.kind == "time" else rows_in / keys  # per key
+    windows = keys * extent / w.slide
+    return keys * extent / pane + windows * (w.size / pane)
+
+
+def own_pane(view: SharingView) -> int:
+    """The slice width a window query uses on its own: gcd(size, slide)."""
+    w = view.window
+    assert w is not None
+    return gcd(w.size, w.slide)
+
+
+def alone_operator_cost(view: SharingView, rows_in: float, stats: Statistics) -> float:
+    """The rows entering ``view``'s own operator, plus its window assembly when it is a pane
+    kind of window (other operators: the rows only)."""
+    if view.pane_eligible:
+        return rows_in + window_work(view, own_pane(view), rows_in, stats)
+    return rows_in
+
+
+def pane_group_cost(members: list[SharingView], pane: int, rows_in: float,
+                    stats: Statistics) -> float:
+    """Rows entering the shared panes once, the panes emitted once, and each member's merges."""
+    first = members[0]
+    keys = stats.key_count(first.key)
+    w = first.window
+    assert w is not None
+    extent = stats.span(w.time) if w.kind == "time" else rows_in / keys
+    merges = sum(keys * extent / m.window.slide * (m.window.size / pane)  # type: ignore[union-attr]
+                 for m in members)
+    return rows_in + keys * extent / pane + merges
+
+
+def scan_cost(where: Pred, columns: int, residual_atoms: list[int], stats: Statistics
+              ) -> float:
+    """A scan of the recording for one cluster: reading its ``columns`` of every row, evaluating
+    W on every row, then each member's residual on every row of the intermediate stream (the
+    row entering the residual costs 1, each atom of the residual 1). The members' operators
+    are counted separately."""
+    n = stats.rows
+    kept = stats.selectivity(where) * n
+    return n * columns + n * atoms(where) + kept * sum(1 + a for a in residual_atoms)
+
+
+def standalone_cost(view: SharingView, stats: Statistics) -> float:
+    """A query on its own: its own scan (its columns of every row, its predicate on every row,
+    the passing rows handed on) and its operator."""
+    rows_in = stats.selectivity(view.where) * stats.rows
+    return scan_cost(view.where, len(view.columns), [0], stats) \
+        + alone_operator_cost(view, rows_in, stats)

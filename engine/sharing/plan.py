@@ -1,0 +1,137 @@
+"""A shared plan: its clusters, each query's residual work, the cost model's estimates, its
+canonical JSON form and the plan hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .cluster import Cluster
+from .cost import standalone_cost
+from .panes import PaneGroup
+from .stats import Statistics
+from .view import PARTIALS, SharingView
+
+_UNITS = (("d", 86_400_000_000), ("h", 3_600_000_000), ("m", 60_000_000), ("s", 1_000_000),
+          ("ms", 1_000), ("us", 1))
+
+
+def duration_text(us: int) -> str:
+    """``us`` microseconds in the largest unit that divides it: ``5s``, ``90s``, ``250ms``."""
+    if us == 0:
+        return "0s"
+    for unit, size in _UNITS:
+        if us % size == 0:
+            return f"{us // size}{unit}"
+    raise AssertionError("unreachable: 1us divides every duration")
+
+
+def pane_text(kind: str, pane: int) -> str | int:
+    """A pane size as the plan shows it: a duration for time windows, a count of events."""
+    return duration_text(pane) if kind == "time" else pane
+
+
+def finalisation(fn: str, column: str | None) -> str:
+    """How a decomposable aggregate is finalised from the merged partial states."""
+    arg = "*" if column is None else column
+    if fn == "avg":
+        return f"sum({arg}) / count({arg})"  # the non-null count: NULLs are not averaged
+    assert fn in PARTIALS
+    return f"{fn}({arg})"
+
+
+def _pane_group_json(group: PaneGroup) -> dict[str, Any]:
+    return {"queries": list(group.queries), "kind": group.kind,
+            "pane": pane_text(group.kind, group.pane), "key": group.key, "time": group.time,
+            "lateness": duration_text(group.lateness_us), "where": group.where.sql,
+            "states": list(group.states)}
+
+
+def _residual_json(view: SharingView, index: int, cluster: Cluster) -> dict[str, Any]:
+    group_index = cluster.pane_group_of(view.name)
+    residual = cluster.residual(view.name)
+    out: dict[str, Any] = {
+        "cluster": index, "where": residual.where.sql,
+        "columns": sorted(view.columns), "operator": "own", "pane_group": None,
+        "having": None if residual.having is None else residual.having.sql}
+    if group_index is not None:
+        group, w = cluster.pane_groups[group_index], view.window
+        assert w is not None
+        out.update(operator="panes", pane_group=group_index,
+                   panes_per_window=w.size // group.pane, panes_per_slide=w.slide // group.pane,
+                   aggregates={a.name: finalisation(a.fn, a.column) for a in view.aggregates})
+    return out
+
+
+@dataclass(frozen=True)
+class SharedPlan:
+    """Clusters (by their first query's name), the outcome of each query's registration
+    (``match``, ``merge``, ``alone``) and the statistics the estimates came from."""
+
+    clusters: tuple[Cluster, ...]
+    outcomes: dict[str, str]
+    stats: Statistics
+    shared_match_only: int | None = None
+
+    @classmethod
+    def of(cls, clusters: Sequence[Cluster], outcomes: dict[str, str], stats: Statistics,
+           shared_match_only: int | None = None) -> SharedPlan:
+        return cls(tuple(sorted(clusters, key=lambda c: c.names)), dict(outcomes), stats,
+                   shared_match_only)
+
+    @property
+    def views(self) -> list[SharingView]:
+        return sorted((m for c in self.clusters for m in c.members), key=lambda v: v.name)
+
+    def cluster_of(self, name: str) -> Cluster:
+        return next(c for c in self.clusters if name in c.names)
+
+    def structure(self) -> dict[str, Any]:
+        """The plan without estimates: what the plan hash covers."""
+        clusters = [{"queries": list(c.names), "where": c.where.sql, "columns": list(c.columns),
+                     "pane_groups": [_pane_group_json(g) for g in c.pane_groups]}
+                    for c in self.clusters]
+        residuals = {m.name: _residual_json(m, i, c)
+                     for i, c in enumerate(self.clusters) for m in c.members}
+        return {"clusters": clusters, "residuals": dict(sorted(residuals.items()))}
+
+    @property
+    def plan_hash(self) -> str:
+        """sha256 of the canonical JSON of :meth:`structure`."""
+        text = json.dumps(self.structure(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def estimates(self) -> dict[str, Any]:
+        """The cost model's estimates for the shared plan and for standalone runs."""
+        stats, n = self.stats, self.stats.rows
+        views = self.views
+        entering = sum(len(c.members) * stats.selectivity(c.where) * n for c in self.clusters)
+        return {
+            "rows": n,
+            "scans": len(self.clusters),
+            "rows_read": {"shared": len(self.clusters) * n, "standalone": len(views) * n},
+            "rows_entering_queries": {"shared": round(entering), "standalone": len(views) * n},
+            "cost": {"shared": round(sum(c.cost for c in self.clusters)),
+                     "standalone": round(sum(standalone_cost(v, stats) for v in views))},
+            "clusters": [{"queries": list(c.names),
+                          "selectivity": round(stats.selectivity(c.where), 6),
+                          "cost": round(c.cost)} for c in self.clusters],
+            "selectivity": {v.name: round(stats.selectivity(v.where), 6) for v in views},
+        }
+
+    def counters(self) -> dict[str, int | None]:
+        """How the queries were served: MATCH, widened (MERGE), alone; and how many would
+        share a stream with MATCH only (no widening)."""
+        count = {how: sum(1 for o in self.outcomes.values() if o == how)
+                 for how in ("match", "merge", "alone")}
+        return {**count, "shared_with_widening": count["match"] + count["merge"],
+                "shared_match_only": self.shared_match_only}
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON: ``plan_hash``, ``clusters`` (queries, where, columns, pane
+        groups), ``residuals`` (query -> its own remaining work), ``estimates``, ``counters``."""
+        return {"plan_hash": self.plan_hash, **self.structure(),
+                "estimates": self.estimates(), "counters": self.counters()}

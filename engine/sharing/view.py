@@ -1,0 +1,108 @@
+"""What the planner knows of a query: its :class:`SharingView` (built by the query's family,
+see :meth:`engine.family.QueryFamily.sharing_view`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..predicate import TRUE, Pred
+
+#: Aggregate -> the pane partial states it is finalised from. ``avg`` needs the count of the
+#: column's non-null values, never ``count(*)``: NULLs are not part of the mean.
+PARTIALS: dict[str, tuple[str, ...]] = {
+    "count": ("count",), "sum": ("sum",), "avg": ("sum", "count"), "min": ("min",),
+    "max": ("max",),
+}
+#: Window kinds whose windows are unions of tumbling panes: time windows (tumbling, sliding,
+#: in microseconds) and count windows (in events). Other kinds (sessions) never share panes.
+PANE_KINDS = ("time", "count")
+
+
+@dataclass(frozen=True, order=True)
+class AggregateView:
+    """One output aggregate ``name = fn(column)`` (``column`` None: ``count()``)."""
+
+    name: str
+    fn: str
+    column: str | None = None
+
+    @property
+    def decomposable(self) -> bool:
+        """Whether the aggregate is computed exactly from disjoint panes' partial states."""
+        return self.fn in PARTIALS
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """The partial states (``count(*)``, ``count(c)``, ``sum(c)``, ``min(c)``, ``max(c)``)
+        the aggregate is finalised from; empty for a holistic aggregate."""
+        if not self.decomposable:
+            return ()
+        arg = "*" if self.column is None else self.column
+        return tuple(f"{s}({arg})" for s in PARTIALS[self.fn])
+
+
+@dataclass(frozen=True, order=True)
+class WindowView:
+    """A window: ``kind`` time (``size``/``slide`` in microseconds, windows start at multiples
+    of the slide), count (``size``/``slide`` in events: every ``slide`` events the last
+    ``size``) or any other kind (``other``: never pane-shared)."""
+
+    kind: str
+    size: int
+    slide: int
+    #: The event-time column (time windows) and allowed lateness, emission mode: queries share
+    #: panes only when they agree on all three.
+    time: str = ""
+    lateness_us: int = 0
+    emit: str = "close"
+
+
+@dataclass(frozen=True)
+class SharingView:
+    """The planner's view of a query on one recording.
+
+    ``where``: the row predicate (TRUE for none); ``columns``: every input column the query
+    reads (its ``where`` included); for window queries ``window``, ``key`` (None: one group),
+    ``aggregates`` and ``having`` (the predicate over aggregate outputs, or None)."""
+
+    name: str
+    columns: frozenset[str]
+    where: Pred = TRUE
+    window: WindowView | None = None
+    key: str | None = None
+    aggregates: tuple[AggregateView, ...] = ()
+    having: Pred | None = None
+    #: The recording the query reads (queries of one plan read the same recording).
+    recording: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", frozenset(self.columns) | self.where.columns)
+
+    @property
+    def pane_eligible(self) -> bool:
+        """Whether the query's windows can be assembled from shared panes: a time or count
+        window emitted at close, every aggregate decomposable."""
+        w = self.window
+        return (w is not None and w.kind in PANE_KINDS and w.emit == "close"
+                and bool(self.aggregates) and all(a.decomposable for a in self.aggregates))
+
+    @property
+    def states(self) -> frozenset[str]:
+        return frozenset(s for a in self.aggregates for s in a.states)
+
+
+def window_view(spec: Any, time: str) -> tuple[WindowView, tuple[AggregateView, ...]]:
+    """The window and aggregates of a window family's spec (``engine.windows.spec.WindowSpec``)
+    as the planner sees them: tumbling and sliding windows are time windows, count windows
+    count windows, sessions ``other``; user-declared aggregates are holistic here."""
+    if spec.kind in ("tumbling", "sliding"):
+        shape = WindowView("time", spec.size_us, spec.slide, time, spec.lateness_us, spec.emit)
+    elif spec.kind == "count":
+        shape = WindowView("count", spec.size_events, spec.every_events, time, spec.lateness_us,
+                           spec.emit)
+    else:
+        shape = WindowView("other", spec.gap_us, spec.gap_us, time, spec.lateness_us, spec.emit)
+    aggregates = tuple(AggregateView(a.name, a.fn if spec.udaf(a.fn) is None else f"udaf:{a.fn}",
+                                     a.column) for a in spec.aggregates)
+    return shape, aggregates
