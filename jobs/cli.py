@@ -320,6 +320,28 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
 
 
 @app.command()
+def plan(
+    queries: Annotated[list[str], typer.Argument(help="Query names on one recording")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None,
+) -> None:
+    """Show how queries on one recording share a replay: clusters, panes, residuals, costs."""
+    import json
+
+    from .shared_plan import plan_text, shared_plan
+    from .warehouse import Warehouse
+
+    settings = load_settings()
+    result = shared_plan(_catalog(settings, catalog),
+                         Warehouse.at(warehouse or settings.warehouse), queries)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=1))
+        return
+    for line in plan_text(result):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+@app.command()
 def runs(warehouse: Warehouse_ = None) -> None:
     """List the runs in the warehouse: query, pinned versions, status, batches, rows, when."""
     from .runs import summarize
