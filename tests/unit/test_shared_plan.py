@@ -16,7 +16,7 @@ from jobs.shared_plan import recording_statistics
 from jobs.warehouse import Warehouse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from helpers import events_table, small_catalog  # noqa: E402
+from helpers import events_table, small_catalog
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 QUERIES = {
