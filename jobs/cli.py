@@ -173,7 +173,9 @@ def record(
 
 @app.command()
 def replay(
-    query: Annotated[str, typer.Argument(help="Query name (schemas/queries/NAME.yaml)")],
+    queries: Annotated[list[str], typer.Argument(
+        help="Query name (schemas/queries/NAME.yaml); several on one recording share one run",
+        metavar="QUERY...")],
     plan: Annotated[str | None, typer.Option(
         help="Batch plan: commit | rows:N | time:1h | cuts:S1,S2,... (default: the query's)")]
         = None,
@@ -181,15 +183,30 @@ def replay(
         help="Run id; an existing run is resumed from its last committed batch")] = None,
     version: Annotated[int | None, typer.Option(help="Recording version (default latest)")]
         = None,
+    no_share: Annotated[bool, typer.Option(
+        "--no-share", help="Replay several queries one after another, not as one shared run")]
+        = False,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
-    """Replay a query over its recording, batch by batch; resumes an interrupted run."""
+    """Replay queries over their recording, batch by batch; resumes an interrupted run."""
     from .plans import batch_count_warning
     from .progress import ReplayProgress
     from .runs import resume_note
 
     ctx = Context(warehouse, catalog, backend)
-    runner = ctx.replay()
+    if len(queries) > 1:
+        from .shared_plan import one_recording
+        from .shared_run import replay_queries
+
+        if run_id is not None:
+            _fail("--run-id names the run of one query; replay several queries without it")
+        if not no_share:
+            one_recording(ctx.catalog, queries)  # before Spark starts
+        for info, manifest in replay_queries(ctx.replay(), queries, plan, version, not no_share,
+                                             lambda line: console.print(line, highlight=False)):
+            print_manifest_summary(info.run_id, manifest.to_pandas())
+        return
+    query, runner = queries[0], ctx.replay()
     info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
     done = runner.manifest(info.run_id).num_rows
     if warning := batch_count_warning(info.batches, info.plan):

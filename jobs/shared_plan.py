@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from engine.catalog import Catalog
+from engine.catalog import Catalog, QuerySpec
 from engine.errors import RepriseError
 from engine.operator import exact_pandas
 from engine.registry import family_of
@@ -28,6 +28,18 @@ class SharingError(RepriseError):
     """Queries cannot be planned together (the message names them and their recordings)."""
 
 
+def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
+    """The named queries, which must read one recording (else the error says which recording
+    each reads)."""
+    queries = [catalog.query(name) for name in names]
+    recordings = {q.name: "+".join(sorted(set(q.inputs.values()))) for q in queries}
+    if len(set(recordings.values())) > 1:
+        reads = ", ".join(f"{name} reads {rec}" for name, rec in recordings.items())
+        raise SharingError(f"queries replayed or planned together must read one recording: "
+                           f"{reads}")
+    return queries
+
+
 def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
     """The planner's view of each named query; they must read one recording (else the error
     says which recording each reads) and be named once."""
@@ -36,11 +48,7 @@ def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise SharingError(f"queries named more than once: {', '.join(twice)}")
-    queries = [catalog.query(name) for name in names]
-    recordings = {q.name: "+".join(sorted(set(q.inputs.values()))) for q in queries}
-    if len(set(recordings.values())) > 1:
-        reads = ", ".join(f"{name} reads {rec}" for name, rec in recordings.items())
-        raise SharingError(f"a shared plan needs queries on one recording: {reads}")
+    queries = one_recording(catalog, names)
     return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries]
 
 

@@ -33,6 +33,7 @@ from engine.catalog import QuerySpec
 from engine.filtered import FilteredOperator
 from engine.operator import SEQ, TIME, exact_pandas
 from engine.predicate import TRUE, Pred
+from engine.registry import family_of
 from engine.sharing import SharedPlan
 
 from .arrival import overlapping
@@ -50,7 +51,8 @@ from .keyed import (
 from .orphans import remove_unreferenced
 from .replay import MANIFEST_SCHEMA, BatchReport, Replay, RunInfo, _meta
 from .run_lock import run_lock
-from .shared_plan import shared_plan
+from .runs import resume_note
+from .shared_plan import one_recording, shared_plan
 from .storage import LiveFile, Txn
 
 QUERY = "__query"
@@ -67,9 +69,10 @@ class Member:
 
 
 def sharable(info: RunInfo, query: QuerySpec) -> bool:
-    """Whether run ``info`` of ``query`` can join a shared scan: one input recording without
+    """Whether run ``info`` of ``query`` can join a shared scan: a single-input family, no
     derived columns, read with the direct exchange."""
-    return info.exchange == "direct" and not query.derived and len(query.inputs) == 1
+    return (info.exchange == "direct" and not query.derived
+            and family_of(query.kind, query.source).single_input)
 
 
 def _scan_of(info: RunInfo) -> tuple:
@@ -158,12 +161,18 @@ class SharedReplay:
         return shared_plan(catalog, self.runner.warehouse, [i.query for i in shared]), alone
 
     def run(self, infos: list[RunInfo],
-            on_batch: Callable[[str, BatchReport], None] | None = None) -> dict[str, pa.Table]:
+            on_batch: Callable[[str, BatchReport], None] | None = None,
+            say: Callable[[str], None] = lambda line: None) -> dict[str, pa.Table]:
         """Run (or resume) every run of ``infos``: the sharable ones together, the others on
-        their own; returns each run's manifest by run id."""
+        their own; returns each run's manifest by run id. ``say`` hears which is which."""
         plan, alone = self.plan(infos)
+        if plan is not None:
+            say(f"shared run of {', '.join(i.query for i in infos if i not in alone)}: plan "
+                f"{plan.plan_hash[:16]}, {len(plan.clusters)} scan(s) of W "
+                + "; ".join(c.where.sql for c in plan.clusters))
         manifests = {}
         for info in alone:
+            say(f"{info.query}: replayed on its own (run {info.run_id})")
             manifests[info.run_id] = self.runner.run(
                 info, on_batch=on_batch and (lambda r, q=info.query: on_batch(q, r)))
         if plan is not None:
@@ -275,3 +284,20 @@ class SharedReplay:
         runner._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
                             Txn(f"{info.run_id}/manifest", group[-1]), _meta(info, group[-1]))
         return reports
+
+
+def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
+                   share: bool, say: Callable[[str], None]) -> list[tuple[RunInfo, pa.Table]]:
+    """``reprise replay Q1 Q2 ...``: each query's run and manifest, replayed as one shared run
+    (queries on one recording) or, with ``share`` False, one after another."""
+    if share:
+        one_recording(runner.catalog, names)
+    shared = SharedReplay(runner)
+    infos = shared.prepare(names, plan=plan, version=version)
+    for info in infos:
+        done = runner.manifest(info.run_id).num_rows
+        say(f"run {info.run_id}: {info.recording} v{info.input_version}, {info.total} events, "
+            f"plan {info.plan} -> {info.batches} batches" + resume_note(done, info.batches + 1))
+    manifests = (shared.run(infos, say=say) if share
+                 else {i.run_id: runner.run(i) for i in infos})
+    return [(info, manifests[info.run_id]) for info in infos]

@@ -33,7 +33,8 @@ QUERIES = {
               "query:\n  window: {type: sliding, size: 20s, slide: 5s}\n"
               "  aggregates: {n: count(), hi: max(v), lo: min(v)}\n  having: n > 2\n"),
     "win_c": ("name: win_c\nkind: window\ninput: ev\nlateness: 3s\nwhere: v >= 10\nquery:\n"
-              "  window: {type: count, size: 4, every: 2}\n  aggregates: {n: count(), s: sum(v)}\n"),
+              "  window: {type: count, size: 4, every: 2}\n"
+              "  aggregates: {n: count(), s: sum(v)}\n"),
 }
 TABLES = ("output", "late", "quarantine")
 
@@ -75,7 +76,7 @@ def assert_same_runs(shared: Replay, alone: Replay, run_ids: list[str]) -> None:
 
 def test_shared_replay_equals_standalone_runs_and_reference(spark, storage):
     shared, alone, catalog = setup(spark, storage, 240, seed=7)
-    names = list(QUERIES) + ["ev_q"]
+    names = [*QUERIES, "ev_q"]
     runner = SharedReplay(shared)
     infos = runner.prepare(names, plan="rows:23")
     plan, on_own = runner.plan(infos)

@@ -97,3 +97,17 @@ def test_statistics_count_the_snapshot_and_sample_its_first_rows(tmp_path):
     assert stats.rows == 400
     assert stats.sample is not None and len(stats.sample) == 150
     assert sorted(stats.sample.columns) == ["k", "v"]
+
+
+def test_replay_of_queries_on_different_recordings_says_which_each_reads():
+    result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "ticks_1m", "--catalog",
+                                      str(SCHEMAS)])
+    assert result.exit_code == 1
+    assert "vitals_hr_1m reads vitals" in result.output and "ticks_1m reads ticks" in \
+        result.output
+
+
+def test_replay_of_several_queries_refuses_one_run_id():
+    result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "vitals_low_spo2", "--run-id",
+                                      "x", "--catalog", str(SCHEMAS)])
+    assert result.exit_code == 1 and "--run-id names the run of one query" in result.output
