@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import values as V
 from .render import render_atom
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 
 class Pred:
@@ -42,14 +46,14 @@ class Pred:
         """The columns the predicate reads."""
         raise NotImplementedError
 
-    def evaluate(self, frame: Any) -> Any:
+    def evaluate(self, frame: pd.DataFrame) -> np.ndarray:
         """Vectorised: the numpy bool mask of the rows of ``frame`` that pass."""
-        from .evaluate import evaluate
+        from .evaluate import evaluate  # evaluate.py imports this module
         return evaluate(self, frame)
 
     def evaluate_row(self, row: dict[str, Any]) -> bool | None:
         """Row at a time, three-valued: True, False or None (UNKNOWN); only True passes."""
-        from .evaluate import evaluate_row
+        from .evaluate import evaluate_row  # evaluate.py imports this module
         return evaluate_row(self, row)
 
     def __str__(self) -> str:

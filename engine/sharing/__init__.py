@@ -4,10 +4,10 @@ widened intermediate stream, pane groups, per-query residual work); see README.m
 from .cluster import Cluster, Residual, build_cluster, match, merge, narrow
 from .panes import PaneGroup
 from .plan import SharedPlan
-from .planner import Planner, plan_queries
+from .planner import Planner, SharingError, plan_queries
 from .stats import Statistics
 from .view import AggregateView, SharingView, WindowView
 
 __all__ = ["AggregateView", "Cluster", "PaneGroup", "Planner", "Residual", "SharedPlan",
-           "SharingView", "Statistics", "WindowView", "build_cluster", "match", "merge",
-           "narrow", "plan_queries"]
+           "SharingError", "SharingView", "Statistics", "WindowView", "build_cluster", "match",
+           "merge", "narrow", "plan_queries"]

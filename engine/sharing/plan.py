@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cluster import Cluster
+from .cluster import Cluster, build_cluster
 from .cost import standalone_cost
 from .panes import PaneGroup
 from .stats import Statistics
@@ -66,7 +66,7 @@ def _residual_json(view: SharingView, index: int, cluster: Cluster) -> dict[str,
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SharedPlan:
     """Clusters (by their first query's name), the outcome of each query's registration
     (``match``, ``merge``, ``alone``) and the statistics the estimates came from."""
@@ -119,8 +119,19 @@ class SharedPlan:
             "clusters": [{"queries": list(c.names),
                           "selectivity": round(stats.selectivity(c.where), 6),
                           "cost": round(c.cost)} for c in self.clusters],
-            "selectivity": {v.name: round(stats.selectivity(v.where), 6) for v in views},
+            "queries": {v.name: self._query_estimates(v) for v in views},
         }
+
+    def _query_estimates(self, view: SharingView) -> dict[str, float]:
+        """A query's selectivity, its cost alone (its own scan) and what it adds to its
+        cluster (the cluster's cost minus that of the cluster narrowed without it): it shares
+        because the second is not above the first."""
+        cluster = self.cluster_of(view.name)
+        rest = [m for m in cluster.members if m.name != view.name]
+        without = build_cluster(rest, self.stats).cost if rest else 0.0
+        return {"selectivity": round(self.stats.selectivity(view.where), 6),
+                "alone": round(standalone_cost(view, self.stats)),
+                "in_cluster": round(cluster.cost - without)}
 
     def counters(self) -> dict[str, int | None]:
         """How the queries were served: MATCH, widened (MERGE), alone; and how many would
@@ -129,6 +140,37 @@ class SharedPlan:
                  for how in ("match", "merge", "alone")}
         return {**count, "shared_with_widening": count["match"] + count["merge"],
                 "shared_match_only": self.shared_match_only}
+
+    def describe(self) -> str:
+        """The plan as text for people: clusters, pane groups, residuals, estimates, counters."""
+        data, estimates = self.to_json(), self.estimates()
+        lines = [f"plan {data['plan_hash']}"]
+        for i, (cluster, est) in enumerate(zip(data["clusters"], estimates["clusters"],
+                                               strict=True)):
+            lines += [f"cluster {i}: {', '.join(cluster['queries'])} (selectivity "
+                      f"{est['selectivity']:.4g}, cost {est['cost']:,})",
+                      f"  where   {cluster['where']}",
+                      f"  columns {', '.join(cluster['columns'])}"]
+            for j, g in enumerate(cluster["pane_groups"]):
+                lines.append(f"  panes {j}: {g['pane']} {g['kind']} panes by "
+                             f"{g['key'] or '(one group)'} keeping {', '.join(g['states'])}: "
+                             f"{', '.join(g['queries'])}")
+        for name, r in data["residuals"].items():
+            work = (f"panes {r['pane_group']} ({r['panes_per_window']} per window, "
+                    f"{r['panes_per_slide']} per slide)" if r["operator"] == "panes"
+                    else "its own operator")
+            having = f", then having {r['having']}" if r["having"] else ""
+            q = estimates["queries"][name]
+            lines.append(f"{name}: cluster {r['cluster']}, where {r['where']}, {work}{having}; "
+                         f"cost {q['in_cluster']:,} shared vs {q['alone']:,} alone")
+        cost, counters = estimates["cost"], data["counters"]
+        lines += [f"rows read {estimates['rows_read']['shared']:,} shared vs "
+                  f"{estimates['rows_read']['standalone']:,} standalone; cost "
+                  f"{cost['shared']:,} vs {cost['standalone']:,}",
+                  f"served: {counters['match']} match, {counters['merge']} widened, "
+                  f"{counters['alone']} alone; without widening "
+                  f"{counters['shared_match_only']} would share"]
+        return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: ``plan_hash``, ``clusters`` (queries, where, columns, pane

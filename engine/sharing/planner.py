@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..errors import RepriseError
 from .cluster import Cluster, add_matching, build_cluster, match, merge, narrow
 from .plan import SharedPlan
 from .stats import Statistics
 from .view import SharingView
 
 MATCH, MERGE, ALONE = "match", "merge", "alone"
+
+
+class SharingError(RepriseError):
+    """Queries that cannot be planned together (e.g. they read different recordings)."""
 
 
 class Planner:
@@ -37,7 +42,7 @@ class Planner:
         """Add ``view`` to the current plan; returns how it is served: ``match``, ``merge`` or
         ``alone``."""
         if view.name in self.outcomes:
-            raise ValueError(f"query {view.name!r} is already registered")
+            raise SharingError(f"query {view.name!r} is already registered")
         alone = build_cluster([view], self.stats)
         best: tuple[float, int, str, Cluster] | None = None
         for i, cluster in enumerate(self.clusters):
@@ -77,7 +82,7 @@ class Planner:
         """Unregister query ``name``: NARROW its cluster (None when it was alone)."""
         index = next((i for i, c in enumerate(self.clusters) if name in c.names), None)
         if index is None:
-            raise ValueError(f"query {name!r} is not registered")
+            raise SharingError(f"query {name!r} is not registered")
         narrowed = narrow(self.clusters[index], name, self.stats)
         if narrowed is None:
             del self.clusters[index]
@@ -107,7 +112,11 @@ def plan_queries(views: Iterable[SharingView], stats: Statistics) -> SharedPlan:
     ordered = canonical_order(views, stats)
     names = [v.name for v in ordered]
     if len(set(names)) != len(names):
-        raise ValueError(f"query names must be unique, got {sorted(names)}")
+        raise SharingError(f"a query is listed twice: {', '.join(sorted(names))}")
+    if len({v.recording for v in ordered}) > 1:
+        reads = ", ".join(f"{v.name} reads {v.recording!r}" for v in sorted(ordered,
+                                                                           key=lambda v: v.name))
+        raise SharingError(f"queries of one shared plan must read the same recording: {reads}")
     planner, match_only = Planner(stats), Planner(stats, widening=False)
     for view in ordered:
         planner.register(view)

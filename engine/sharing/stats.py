@@ -13,7 +13,7 @@ from ..predicate import TRUE, Pred
 DEFAULT_SELECTIVITY = 1 / 3
 
 
-@dataclass
+@dataclass(eq=False)
 class Statistics:
     """``rows``: the recording's row count; ``sample``: some of its rows (any columns the
     predicates read; None: no sample); ``keys`` and ``span`` (time span in microseconds) per

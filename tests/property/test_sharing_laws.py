@@ -5,6 +5,7 @@ the windows computed directly (HAVING applied); pane partials equal direct aggre
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,6 +106,28 @@ def test_each_query_receives_the_rows_passing_its_own_predicate(queries, frame) 
         assert view.where == TRUE or view.columns <= set(cluster.columns)
         expected = list(frame.index[view.where.evaluate(frame)])
         assert list(inputs[view.name].index) == expected, (view.where.sql, cluster.where.sql)
+
+
+@settings(**SETTINGS)
+@given(query_sets(), frames(), st.randoms(use_true_random=False))
+def test_narrowing_after_a_removal_serves_the_rest_exactly(queries, frame, rnd) -> None:
+    planner = Planner(stats_of(frame))
+    for view in queries:
+        planner.register(view)
+    gone = rnd.choice(queries)
+    planner.remove(gone.name)
+    rest = [v for v in queries if v is not gone]
+    current = planner.current()
+    assert sorted(v.name for v in current.views) == sorted(v.name for v in rest)
+    inputs = shared_inputs(current, frame)
+    for view in rest:
+        assert list(inputs[view.name].index) == list(frame.index[view.where.evaluate(frame)])
+    for cluster in current.clusters:  # W passes every row a remaining member needs
+        needed = np.zeros(len(frame), dtype=bool)
+        for member in cluster.members:
+            needed |= member.where.evaluate(frame)
+        assert (cluster.where.evaluate(frame) >= needed).all()
+    assert planner.plan().plan_hash == plan_queries(rest, stats_of(frame)).plan_hash
 
 
 @settings(**SETTINGS)

@@ -15,6 +15,7 @@ from engine.sharing import (
     AggregateView,
     Planner,
     SharedPlan,
+    SharingError,
     SharingView,
     Statistics,
     WindowView,
@@ -26,6 +27,7 @@ from engine.sharing import (
 )
 from engine.sharing.execute import pane_outputs, shared_inputs
 from engine.sharing.panes import relax_pane
+from engine.sharing.plan import duration_text
 
 COLUMNS = {"src": "string", "ra": "double", "dec": "double", "en": "double", "phc": "int",
            "det_time": "timestamp", "seq": "int"}
@@ -319,6 +321,15 @@ def test_merge_widens_and_narrow_shrinks_the_stream(stats) -> None:
     assert narrow(narrowed, "q3", stats) is None
 
 
+def test_queries_on_different_recordings_are_refused(stats) -> None:
+    vitals = SharingView("hr", frozenset({"hr"}), recording="vitals")
+    ticks = SharingView("px", frozenset({"price"}), recording="ticks")
+    with pytest.raises(SharingError, match="hr reads 'vitals', px reads 'ticks'"):
+        plan_queries([ticks, vitals], stats)
+    with pytest.raises(SharingError, match="listed twice"):
+        plan_queries([vitals, vitals], stats)
+
+
 def test_plan_json_shape(stats) -> None:
     plan = plan_queries([Q1, Q2, Q3, Q4], stats).to_json()
     assert isinstance(plan["plan_hash"], str) and len(plan["plan_hash"]) == 64
@@ -340,3 +351,30 @@ def test_selectivity_is_estimated_from_the_sample() -> None:
     assert stats.selectivity(TRUE) == 1.0
     assert Statistics(rows=100).selectivity(parse_predicate("en > 1.0", {"en": "double"})) \
         == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("us, text", [(5 * S, "5s"), (90 * S, "90s"), (60 * S, "1m"),
+                                      (250_000, "250ms"), (7, "7us"), (0, "0s"),
+                                      (86_400 * S, "1d")])
+def test_pane_durations_are_shown_in_the_largest_dividing_unit(us: int, text: str) -> None:
+    assert duration_text(us) == text
+
+
+def test_keys_and_time_span_are_counted_on_the_sample() -> None:
+    sample = pd.DataFrame({"k": ["a", "b", "a", None], "t": [5, 17, 2, 9]})
+    stats = Statistics(rows=10, sample=sample)
+    assert (stats.key_count("k"), stats.key_count(None), stats.span("t")) == (2, 1, 15)
+    assert Statistics(rows=10, keys={"k": 7}).key_count("k") == 7
+
+
+def test_estimates_and_description_say_why_queries_share(stats) -> None:
+    low = select_query("low", "en < 0.1", {"en"})
+    plan = plan_queries([Q1, Q2, Q3, Q4, low], stats)
+    queries = plan.estimates()["queries"]
+    for name in ("q1", "q2", "q3", "q4"):  # sharing costs them less than their own scans
+        assert queries[name]["in_cluster"] < queries[name]["alone"]
+    assert plan.cluster_of("low").names == ("low",)
+    assert queries["low"]["in_cluster"] == queries["low"]["alone"]
+    text = plan.describe()
+    assert plan.plan_hash in text and "then having avg_en >= 1.3" in text
+    assert all(f"\n{name}: cluster" in text for name in ("low", "q1", "q2", "q3", "q4"))
