@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.qre_operator
 	$(BIN)/python -m benchmarks.qre_replay
 	$(BIN)/python -m benchmarks.spj_memory
+	$(BIN)/python -m benchmarks.shared
 
 clean:
 	rm -rf warehouse .pytest_cache .ruff_cache

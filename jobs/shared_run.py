@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,14 +231,15 @@ class SharedReplay:
         files = overlapping(first.files, lo, hi)
         rows = per_bucket(runner.spark, list(range(first.buckets)),
                           lambda bucket: shared_bucket(members, files, bucket, first.buckets))
-        out = {}
-        for info in infos:
+
+        def commit(info: RunInfo) -> list[BatchReport]:
             member, live, version = prepared[info.run_id]
-            mine = [r for r in rows if r[QUERY] == info.query]
-            steps = collect_files(member.plan, mine)
-            out[info.query] = self._commit(info, member.plan, group, bounds, steps, live, version,
-                                     started)
-        return out
+            steps = collect_files(member.plan, [r for r in rows if r[QUERY] == info.query])
+            return self._commit(info, member.plan, group, bounds, steps, live, version, started)
+
+        # the runs' commits do not depend on each other: a few at a time (each is resumable)
+        with ThreadPoolExecutor(min(4, len(infos))) as pool:
+            return dict(zip([i.query for i in infos], pool.map(commit, infos), strict=True))
 
     def _member(self, plan: SharedPlan, info: RunInfo, group: list[int],
                 bounds: dict[int, tuple[int, int]], attempt: str, state_version: int | None
