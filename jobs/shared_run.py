@@ -81,14 +81,15 @@ def _scan_of(info: RunInfo) -> tuple:
     return (info.recording, info.input_version, info.cuts, info.buckets)
 
 
-def _read_range(files: list[dict], columns: tuple[str, ...], lo: int, hi: int
+def _read_range(files: list[dict], columns: tuple[str, ...], keys: list[str], lo: int, hi: int
                 ) -> tuple[pa.Table, np.ndarray]:
-    """The rows with arrival sequence in ``[lo, hi)`` of the input files, and their sequence."""
+    """The rows with arrival sequence in ``[lo, hi)`` of the input files (``keys`` read
+    dictionary-encoded), and their sequence."""
     tables, seqs = [], []
     for f in files:
         fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
             pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=list(columns))
+        table = pq.read_table(path, filesystem=fs, columns=list(columns), read_dictionary=keys)
         seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
         keep = (seq >= lo) & (seq < hi)
         tables.append(table.filter(pa.array(keep)) if not keep.all() else table)
@@ -106,9 +107,9 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     if not files:
         return _concat([run_bucket(m.plan, bucket, no_events(m.plan), [0] * len(steps))
                         .assign(**{QUERY: m.name}) for m in members])
-    table, seq = _read_range(files, first.recording_columns, lo, hi)
-    mine = {key: key_buckets(table.column(key), buckets) == bucket
-            for key in {m.plan.op.key for m in members}}
+    keys = sorted({m.plan.op.key for m in members})
+    table, seq = _read_range(files, first.recording_columns, keys, lo, hi)
+    mine = {key: key_buckets(table.column(key), buckets) == bucket for key in keys}
     union = np.logical_or.reduce(list(mine.values()))
     table, seq = table.filter(pa.array(union)), seq[union]
     mine = {key: kept[union] for key, kept in mine.items()}
@@ -129,8 +130,10 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
         unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
         rows = bucket_rows & (widened[m.widened] | unplaced)
         seen = np.diff(np.searchsorted(seq[bucket_rows], np.r_[lo, ends], side="left"))
-        events = frame.loc[rows, [*first.recording_columns, SEQ]]
-        events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"]
+        events = frame.loc[rows, [*first.recording_columns, SEQ]].reset_index(drop=True)
+        events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"].array
+        if isinstance(events[key].dtype, pd.CategoricalDtype) and not m.plan.op.codes_keys:
+            events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
         out.append(run_bucket(m.plan, bucket, events, seen.tolist()).assign(**{QUERY: m.name}))
     return _concat(out)
 
