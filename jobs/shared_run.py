@@ -166,10 +166,13 @@ class SharedReplay:
 
     def run(self, infos: list[RunInfo],
             on_batch: Callable[[str, BatchReport], None] | None = None,
-            say: Callable[[str], None] = lambda line: None) -> dict[str, pa.Table]:
+            say: Callable[[str], None] = lambda line: None,
+            planned: tuple[SharedPlan | None, list[RunInfo]] | None = None
+            ) -> dict[str, pa.Table]:
         """Run (or resume) every run of ``infos``: the sharable ones together, the others on
-        their own; returns each run's manifest by run id. ``say`` hears which is which."""
-        plan, alone = self.plan(infos)
+        their own; returns each run's manifest by run id. ``say`` hears which is which;
+        ``planned``: :meth:`plan` of ``infos`` when the caller has it already."""
+        plan, alone = planned or self.plan(infos)
         if plan is not None:
             say(f"shared run of {', '.join(i.query for i in infos if i not in alone)}: plan "
                 f"{plan.plan_hash[:16]}, {len(plan.clusters)} scan(s) of W "

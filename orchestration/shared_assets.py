@@ -37,7 +37,7 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
         shared = SharedReplay(warehouse.replay(spark))
         infos = shared.prepare(selected)
         plan, alone = shared.plan(infos)
-        manifests = shared.run(infos, say=context.log.info)
+        manifests = shared.run(infos, say=context.log.info, planned=(plan, alone))
         for info in infos:
             metadata = replay_metadata(info, manifests[info.run_id].to_pandas())
             metadata["shared"] = plan is not None and info not in alone
