@@ -182,7 +182,9 @@ def record(
 
 @app.command()
 def replay(
-    query: Annotated[str, typer.Argument(help="Query name (schemas/queries/NAME.yaml)")],
+    queries: Annotated[list[str], typer.Argument(
+        help="Query name (schemas/queries/NAME.yaml); several on one recording share one run",
+        metavar="QUERY...")],
     plan: Annotated[str | None, typer.Option(
         help="Batch plan: commit | rows:N | time:1h | cuts:S1,S2,... (default: the query's)")]
         = None,
@@ -193,15 +195,31 @@ def replay(
     cont: Annotated[bool, typer.Option(
         "--continue", help="Extend the query's latest completed run (or --run-id) to the "
         "recording's latest version")] = False,
+    no_share: Annotated[bool, typer.Option(
+        "--no-share", help="Replay several queries one after another, not as one shared run")]
+        = False,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
-    """Replay a query over its recording, batch by batch; resumes an interrupted run."""
+    """Replay queries over their recording, batch by batch; resumes an interrupted run."""
     from .plans import batch_count_warning
     from .progress import ReplayProgress
     from .runs import resume_note
 
     ctx = Context(warehouse, catalog, backend)
-    runner = ctx.replay()
+    if len(queries) > 1:
+        from .shared_plan import one_recording
+        from .shared_run import replay_queries
+
+        if run_id is not None or cont:
+            _fail(f"{'--run-id' if run_id is not None else '--continue'} takes one query; "
+                  "replay several queries without it")
+        if not no_share:
+            one_recording(ctx.catalog, queries)  # before Spark starts
+        for info, manifest in replay_queries(ctx.replay(), queries, plan, version, not no_share,
+                                             lambda line: console.print(line, highlight=False)):
+            print_manifest_summary(info.run_id, manifest.to_pandas())
+        return
+    query, runner = queries[0], ctx.replay()
     if cont:
         if version is not None:
             _fail("--continue extends a run to the latest version; it takes no --version")
@@ -398,6 +416,28 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
             _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
         stamps[stream] = attr
     return schemas, stamps
+
+
+@app.command()
+def plan(
+    queries: Annotated[list[str], typer.Argument(help="Query names on one recording")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None,
+) -> None:
+    """Show how queries on one recording share a replay: clusters, panes, residuals, costs."""
+    import json
+
+    from .shared_plan import plan_text, shared_plan
+    from .warehouse import Warehouse
+
+    settings = load_settings()
+    result = shared_plan(_catalog(settings, catalog),
+                         Warehouse.at(warehouse or settings.warehouse), queries)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=1))
+        return
+    for line in plan_text(result):
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command()

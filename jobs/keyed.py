@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -197,8 +197,11 @@ def _factorized(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return pd.factorize(column.to_numpy(dtype=object))
 
 
-def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFrame:
-    """The worker side: step one bucket of keys through the plan's batches."""
+def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame,
+               seen: Sequence[int] | None = None) -> pd.DataFrame:
+    """The worker side: step one bucket of keys through the plan's batches. ``seen``: the
+    bucket's events per batch when ``events`` holds only those a shared scan kept for the
+    operator (the others count as seen, stepped past like events failing ``where:``)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
@@ -213,13 +216,14 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame) -> pd.DataFram
     good_of, bad_of = _per_batch(good, ends), _per_batch(bad, ends)
     for i, (batch, _, _) in enumerate(steps):
         batch_good, batch_bad = good_of[i], bad_of[i]
-        if batch_good.empty and batch_bad.empty:
+        rows_seen = len(batch_good) + len(batch_bad) if seen is None else seen[i]
+        if not rows_seen:
             continue  # no event of this bucket in this batch: its state is unchanged
         result = op.step(state, batch_good)
         state = result.state
         rejected = keys.decode(result.rejected) if keys else result.rejected
         rows += [
-            _seen(batch, bucket, len(batch_good) + len(batch_bad)),
+            _seen(batch, bucket, rows_seen),
             _write(plan, batch, "output", result.output.assign(batch=batch), bucket, keys),
             _write(plan, batch, "late", event_rows(result.late, plan), bucket, keys),
             _write(plan, batch, "quarantine", event_rows(

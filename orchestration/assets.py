@@ -75,13 +75,38 @@ def build_recording_asset(spec: RecordingSpec) -> dg.AssetsDefinition:
     return recording
 
 
+def replay_metadata(info, manifest: pd.DataFrame) -> dict:
+    """What a replay's materialization records of its run (``info``: its RunInfo)."""
+    seconds = float(manifest["duration_s"].sum())
+    return {
+        "run_id": info.run_id,
+        "input_version": info.input_version,
+        "batches": info.batches,
+        "rows_in": int(manifest["rows_in"].sum()),
+        "rows_out": int(manifest["rows_out"].sum()),
+        "late": int(manifest["late"].sum()),
+        "quarantined": int(manifest["quarantined"].sum()),
+        "events_per_s": round(info.total / seconds, 1) if seconds else 0.0,
+        "peak_state_rows": int(manifest["state_rows"].max()),
+        "peak_state_bytes": int(manifest["state_bytes"].max()),
+        "output_version": int(manifest["output_version"].iloc[-1]),
+        "across_batches": dg.MetadataValue.md(manifest_chart(manifest)),
+    }
+
+
+def replay_spec(query: QuerySpec) -> dg.AssetSpec:
+    """The asset ``replays/<name>`` of a query: its group is its kind, it reads its recordings."""
+    return dg.AssetSpec(
+        replay_key(query.name), group_name=query.kind,
+        deps=[recording_key(r) for r in query.inputs.values()], kinds={"spark", "delta"},
+        description=str(query.raw.get("description", f"{query.kind} query {query.name}")))
+
+
 def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
     """``replays/<name>``: the query's run extended to the latest recording version (the
     latest completed run is continued; a fresh replay when there is none or it cannot be)."""
 
-    @dg.asset(key=replay_key(query.name), group_name=query.kind,
-              deps=[recording_key(r) for r in query.inputs.values()], kinds={"spark", "delta"},
-              description=str(query.raw.get("description", f"{query.kind} query {query.name}")))
+    @dg.multi_asset(specs=[replay_spec(query)], name=f"replay_{query.name}")
     def replay(context: dg.AssetExecutionContext, spark: SparkResource,
                warehouse: WarehouseResource) -> dg.MaterializeResult:
         from jobs.continuation import continue_query
@@ -93,28 +118,27 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
                                     f"{r.late} late"))
         info, manifest = result.info, result.manifest.to_pandas()
         context.log.info(f"run {info.run_id}: {info.total} events, {info.batches} batches")
-        seconds = float(manifest["duration_s"].sum())
-        return dg.MaterializeResult(metadata={
-            "run_id": info.run_id,
-            "input_version": info.input_version,
-            "batches": info.batches,
-            "rows_in": int(manifest["rows_in"].sum()),
-            "rows_out": int(manifest["rows_out"].sum()),
-            "late": int(manifest["late"].sum()),
-            "quarantined": int(manifest["quarantined"].sum()),
-            "events_per_s": round(info.total / seconds, 1) if seconds else 0.0,
-            "peak_state_rows": int(manifest["state_rows"].max()),
-            "peak_state_bytes": int(manifest["state_bytes"].max()),
-            "output_version": int(manifest["output_version"].iloc[-1]),
-            "across_batches": dg.MetadataValue.md(manifest_chart(manifest)),
-            **segment_metadata(result.segment, result.fresh_reason),
-        })
+        return dg.MaterializeResult(asset_key=replay_key(query.name), metadata={
+            **replay_metadata(info, manifest),
+            **segment_metadata(result.segment, result.fresh_reason)})
 
     return replay
 
 
 def build_assets(catalog: Catalog) -> list[dg.AssetsDefinition]:
-    """Every recording and every query of the catalog."""
+    """Every recording; the replays of the single-input queries of each recording as one
+    multi-asset (materialised together they share the scan); each multi-input query alone."""
+    from engine.registry import family_of
+
+    from .shared_assets import build_shared_replays
+
     assets = [build_recording_asset(spec) for spec in catalog.recordings.values()]
-    assets += [build_replay_asset(q) for q in catalog.queries.values()]
+    by_recording: dict[str, list[QuerySpec]] = {}
+    for q in catalog.queries.values():
+        if family_of(q.kind, q.source).single_input:
+            by_recording.setdefault(q.input, []).append(q)
+        else:
+            assets.append(build_replay_asset(q))
+    assets += [build_shared_replays(name, queries)
+               for name, queries in sorted(by_recording.items())]
     return assets

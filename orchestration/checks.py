@@ -91,3 +91,29 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
                                                                **asdict(counts)})
 
     return [matches_reference, quality, manifest_reconciles]
+
+
+def build_standalone_check(query: QuerySpec) -> dg.AssetChecksDefinition:
+    """``equals_standalone`` of a replay that can run shared: after a shared materialisation,
+    the query replayed on its own (run ``<run id>-standalone``, same input version and batch
+    plan) has the same output, late and quarantine rows; a replay that ran alone passes."""
+    key = replay_key(query.name)
+
+    @dg.asset_check(asset=key, name="equals_standalone",
+                    description="A shared replay's tables equal the query's standalone replay")
+    def equals_standalone(context: dg.AssetCheckExecutionContext, spark: SparkResource,
+                          warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        from jobs.shared_compare import compare_with_standalone
+
+        event = context.instance.get_latest_materialization_event(key)
+        shared = event is not None and event.asset_materialization.metadata.get("shared")
+        run_id = latest_run_id(context, key)
+        if not (shared and shared.value):
+            return dg.AssetCheckResult(passed=True, metadata={
+                "run_id": run_id, "note": "the latest materialisation ran alone"})
+        differences = compare_with_standalone(warehouse.replay(spark), run_id)
+        return dg.AssetCheckResult(passed=not differences, metadata={
+            "run_id": run_id, "standalone_run_id": f"{run_id}-standalone",
+            "differences": dg.MetadataValue.json(differences)})
+
+    return equals_standalone

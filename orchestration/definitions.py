@@ -9,11 +9,12 @@ from __future__ import annotations
 import dagster as dg
 
 from engine.catalog import load_catalog
+from engine.registry import family_of
 from jobs.settings import load_settings
 
 from .assets import build_assets
 from .automation import build_jobs, build_sensor, nightly_schedule
-from .checks import build_checks
+from .checks import build_checks, build_standalone_check
 from .resources import default_resources
 
 
@@ -24,9 +25,11 @@ def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
     catalog = load_catalog(catalog_dir)
     catalog.check()  # a file that fails to load fails the definitions, naming it
     assets = build_assets(catalog)
-    replayable = {a.key.path[-1] for a in assets if a.key.path[0] == "replays"}
+    replayable = {k.path[-1] for a in assets for k in a.keys if k.path[0] == "replays"}
     checks = [c for q in catalog.queries.values() if q.name in replayable
               for c in build_checks(q)]
+    checks += [build_standalone_check(q) for q in catalog.queries.values()
+               if q.name in replayable and family_of(q.kind, q.source).single_input]
     groups = {"recordings"} | {catalog.queries[name].kind for name in replayable}
     return dg.Definitions(
         assets=assets, asset_checks=checks, jobs=build_jobs(catalog, groups),

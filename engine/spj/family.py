@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..catalog import CatalogError, QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
@@ -11,6 +11,9 @@ from ..operator import KeyedOperator
 from .inputs import merged_recording
 from .settings import spj_schemas, spj_settings
 from .stream import SpjOperator
+
+if TYPE_CHECKING:
+    from ..sharing import SharingView
 
 
 class SpjFamily(QueryFamily):
@@ -39,6 +42,15 @@ class SpjFamily(QueryFamily):
     def columns_read(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> tuple[str, ...]:
         return tuple(self.input_recording(query, recordings).columns)
+
+    def sharing_view(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> SharingView:
+        """Refused: an spj query reads the merge of its recordings, which no shared scan of
+        one recording provides; it is replayed on its own."""
+        raise CatalogError(query.source, "inputs", f"query {query.name!r} is an spj query over "
+                           f"{', '.join(sorted(set(query.inputs.values())))}: it reads merged "
+                           "recordings and cannot share a scan of one recording; replay it "
+                           "on its own")
 
 
 FAMILY = SpjFamily()

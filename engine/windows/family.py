@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..catalog import QuerySpec, RecordingSpec
+from ..catalog import GLOBAL_KEY, QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
+from ..predicate import TRUE
+from ..sharing.view import SharingView, window_view
 from .count import CountWindow
 from .having import HavingOperator
 from .reference import window_reference, window_updates_reference
@@ -65,6 +67,18 @@ class WindowFamily(QueryFamily):
         spec = self.parse(query, recording)
         return tuple(dict.fromkeys([spec.key, query.time or recording.time,
                                     *spec.value_columns]))
+
+    def sharing_view(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> SharingView:
+        """The query's ``where:``, the recording columns it reads, its window, key (None for
+        ``key: none``), aggregates and ``having``."""
+        recording = self.input_recording(query, recordings)
+        spec = self.parse(query, recording)
+        shape, aggregates = window_view(spec, query.time or recording.time)
+        columns = frozenset(self.columns_read(query, recordings)) - {GLOBAL_KEY}
+        return SharingView(query.name, columns, query.where or TRUE, window=shape,
+                           key=None if spec.key == GLOBAL_KEY else spec.key,
+                           aggregates=aggregates, having=spec.having, recording=query.input)
 
 
 FAMILY = WindowFamily()

@@ -1,0 +1,134 @@
+"""The shared plan of catalog queries on one recording (``reprise plan``, shared replays): their
+sharing views, the recording's statistics for the cost model, and the plan as text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from engine.catalog import Catalog, QuerySpec
+from engine.errors import RepriseError
+from engine.operator import exact_pandas
+from engine.registry import family_of
+from engine.sharing import SharedPlan, SharingView, Statistics, plan_queries
+
+from .warehouse import Warehouse
+
+#: Rows of the recording's latest snapshot the selectivities are estimated on (the first rows
+#: of its files, in path order: the same sample every time).
+SAMPLE_ROWS = 20_000
+
+
+class SharingError(RepriseError):
+    """Queries cannot be planned together (the message names them and their recordings)."""
+
+
+def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
+    """The named queries, which must read one recording (else the error says which recording
+    each reads)."""
+    queries = [catalog.query(name) for name in names]
+    recordings = {q.name: "+".join(sorted(set(q.inputs.values()))) for q in queries}
+    if len(set(recordings.values())) > 1:
+        reads = ", ".join(f"{name} reads {rec}" for name, rec in recordings.items())
+        raise SharingError(f"queries replayed or planned together must read one recording: "
+                           f"{reads}")
+    return queries
+
+
+def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
+    """The planner's view of each named query; they must read one recording (else the error
+    says which recording each reads) and be named once."""
+    if not names:
+        raise SharingError("name at least one query")
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise SharingError(f"queries named more than once: {', '.join(twice)}")
+    queries = one_recording(catalog, names)
+    return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries]
+
+
+def _data_files(path: str) -> list[tuple[str, int]]:
+    """(local path, rows) of each data file of the table's latest snapshot, by path."""
+    try:
+        table = DeltaTable(path)
+    except TableNotFoundError as exc:
+        raise SharingError(f"no recording data at {path}; run `reprise generate` or "
+                           "`reprise record` first") from exc
+    actions = pa.table(table.get_add_actions(flatten=True))
+    root = Path(path)
+    out = []
+    for rel, rows in zip(actions.column("path").to_pylist(),
+                         actions.column("num_records").to_pylist(), strict=True):
+        local = Path(unquote(rel.removeprefix("file://")))
+        local = local if local.is_absolute() else root / local
+        out.append((str(local), rows if rows is not None else
+                    pq.ParquetFile(local).metadata.num_rows))
+    return sorted(out)
+
+
+def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str],
+                         sample_rows: int = SAMPLE_ROWS) -> Statistics:
+    """The row count of ``recording``'s latest snapshot and a deterministic sample of its
+    ``columns`` (those it has): the first ``sample_rows`` rows of its files in path order."""
+    files = _data_files(warehouse.recording(recording))
+    tables, left = [], sample_rows
+    for path, _ in files:
+        if left <= 0:
+            break
+        schema = pq.read_schema(path)
+        table = pq.read_table(path, columns=[c for c in sorted(columns) if c in schema.names])
+        tables.append(table.slice(0, left))
+        left -= tables[-1].num_rows
+    sample = exact_pandas(pa.concat_tables(tables, promote_options="default")) if tables else None
+    return Statistics(rows=sum(rows for _, rows in files), sample=sample)
+
+
+def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> SharedPlan:
+    """The shared plan of the named queries over their recording's statistics."""
+    views = sharing_views(catalog, names)
+    recording = views[0].recording
+    columns = {c for v in views for c in v.columns}
+    return plan_queries(views, recording_statistics(warehouse, recording, columns))
+
+
+def plan_text(plan: SharedPlan) -> list[str]:
+    """The plan as lines a person reads: clusters (W, columns, pane groups), residuals, the
+    plan hash and the cost model's estimates."""
+    doc = plan.to_json()
+    lines = [f"plan {doc['plan_hash'][:16]} ({len(doc['clusters'])} scan(s) for "
+             f"{len(doc['residuals'])} queries)"]
+    estimates = doc["estimates"]
+    for i, (cluster, est) in enumerate(zip(doc["clusters"], estimates["clusters"],
+                                           strict=True)):
+        lines.append(f"cluster {i}: {', '.join(cluster['queries'])}")
+        lines.append(f"  where (W): {cluster['where']}   selectivity ~{est['selectivity']:.3f}")
+        lines.append(f"  columns: {', '.join(cluster['columns'])}")
+        for j, group in enumerate(cluster["pane_groups"]):
+            lines.append(f"  pane group {j}: {', '.join(group['queries'])}: {group['kind']} "
+                         f"panes of {group['pane']} per {group['key'] or 'whole recording'}, "
+                         f"where {group['where']}, states {', '.join(group['states'])}")
+    for name, residual in doc["residuals"].items():
+        how = ("its own operator" if residual["operator"] == "own" else
+               f"pane group {residual['pane_group']} ({residual['panes_per_window']} panes per "
+               f"window, {residual['panes_per_slide']} per slide)")
+        having = f", having {residual['having']}" if residual["having"] else ""
+        lines.append(f"{name}: cluster {residual['cluster']}, where {residual['where']}, "
+                     f"{how}{having}; selectivity ~{estimates['selectivity'][name]:.3f}")
+    counters = doc["counters"]
+    lines.append(f"estimates over {estimates['rows']:,} rows: rows read "
+                 f"{estimates['rows_read']['shared']:,} shared vs "
+                 f"{estimates['rows_read']['standalone']:,} standalone; rows entering the "
+                 f"queries {estimates['rows_entering_queries']['shared']:,} vs "
+                 f"{estimates['rows_entering_queries']['standalone']:,}; cost "
+                 f"{estimates['cost']['shared']:,} vs {estimates['cost']['standalone']:,}")
+    lines.append(f"served: {counters['match']} match, {counters['merge']} merge (widened), "
+                 f"{counters['alone']} alone; sharing with MATCH only: "
+                 f"{counters['shared_match_only']}, with widening: "
+                 f"{counters['shared_with_widening']}")
+    lines.append(f"plan hash {doc['plan_hash']}")
+    return lines

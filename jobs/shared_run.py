@@ -1,0 +1,311 @@
+"""Shared replays: several catalog queries on one recording replayed in one pass.
+
+Each query keeps its own run (the run id a standalone replay would get, its own ``output``,
+``late``, ``quarantine``, ``state`` and ``manifest`` tables and per-batch commits, so validation,
+checks and resumption work per query unchanged). What is shared, per group of batches: one
+Spark job, in which each bucket's task reads the batch files once, applies each cluster's
+widened predicate W once (engine/sharing's plan) and hands every member query its bucket's
+rows, that query's residual predicate in front of its own operator (``jobs.keyed.run_bucket``).
+Events without key or time reach every query regardless of W: a query quarantines them as a
+standalone run does.
+
+Queries that cannot share (derived columns, multi-input, a run made with the Spark exchange, or
+a batch plan other than the others') are replayed on their own by the same runner. Window
+queries run their own operators on the shared stream: panes are not yet aggregated once per
+pane group on Spark.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.catalog import QuerySpec
+from engine.filtered import FilteredOperator
+from engine.operator import SEQ, TIME, exact_pandas
+from engine.predicate import TRUE, Pred
+from engine.registry import family_of
+from engine.sharing import SharedPlan
+
+from .arrival import overlapping
+from .keyed import (
+    KINDS,
+    StepFiles,
+    StepPlan,
+    bucket_of_file,
+    collect_files,
+    key_buckets,
+    no_events,
+    per_bucket,
+    run_bucket,
+)
+from .orphans import remove_unreferenced
+from .replay import MANIFEST_SCHEMA, BatchReport, Replay, RunInfo, _meta
+from .run_lock import run_lock
+from .runs import resume_note
+from .shared_plan import one_recording, shared_plan
+from .storage import LiveFile, Txn
+
+QUERY = "__query"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One query of a shared job: its step plan (its operator behind its residual predicate)
+    and the widened predicate W of its cluster."""
+
+    name: str
+    plan: StepPlan
+    widened: Pred
+
+
+def sharable(info: RunInfo, query: QuerySpec) -> bool:
+    """Whether run ``info`` of ``query`` can join a shared scan: a single-input family, no
+    derived columns, read with the direct exchange."""
+    return (info.exchange == "direct" and not query.derived
+            and family_of(query.kind, query.source).single_input)
+
+
+def _scan_of(info: RunInfo) -> tuple:
+    """What runs sharing a scan agree on: pinned input, batch plan, buckets."""
+    return (info.recording, info.input_version, info.cuts, info.buckets)
+
+
+def _read_range(files: list[dict], columns: tuple[str, ...], keys: list[str], lo: int, hi: int
+                ) -> tuple[pa.Table, np.ndarray]:
+    """The rows with arrival sequence in ``[lo, hi)`` of the input files (``keys`` read
+    dictionary-encoded), and their sequence."""
+    tables, seqs = [], []
+    for f in files:
+        fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
+            pa.fs.LocalFileSystem(), f["uri"])
+        table = pq.read_table(path, filesystem=fs, columns=list(columns), read_dictionary=keys)
+        seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
+        keep = (seq >= lo) & (seq < hi)
+        tables.append(table.filter(pa.array(keep)) if not keep.all() else table)
+        seqs.append(seq[keep])
+    return pa.concat_tables(tables), np.concatenate(seqs)
+
+
+def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets: int
+                  ) -> pd.DataFrame:
+    """The worker side of a shared job: read the range once, keep the rows of this bucket
+    (by each member's key), apply each cluster's W once, and step every member's operator."""
+    first = members[0].plan
+    lo, hi = first.batches[0][1], first.batches[-1][2]
+    steps = first.batches[:-1] if first.finish else first.batches
+    if not files:
+        return _concat([run_bucket(m.plan, bucket, no_events(m.plan), [0] * len(steps))
+                        .assign(**{QUERY: m.name}) for m in members])
+    keys = sorted({m.plan.op.key for m in members})
+    table, seq = _read_range(files, first.recording_columns, keys, lo, hi)
+    mine = {key: key_buckets(table.column(key), buckets) == bucket for key in keys}
+    union = np.logical_or.reduce(list(mine.values()))
+    table, seq = table.filter(pa.array(union)), seq[union]
+    mine = {key: kept[union] for key, kept in mine.items()}
+    for column in {m.plan.time_column for m in members}:
+        table = table.append_column(f"{TIME}:{column}", table.column(column).cast(
+            pa.timestamp("us")).cast(pa.int64()))
+    # nanosecond timestamps, as the standalone direct exchange hands them to the operators
+    frame = exact_pandas(table, coerce_temporal_nanoseconds=True)
+    frame[SEQ] = seq
+    ends = np.asarray([b_hi for _, _, b_hi in steps], dtype="int64")
+    widened: dict[Pred, np.ndarray] = {}
+    out = []
+    for m in members:
+        if m.widened not in widened:  # each cluster's W once per row
+            widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
+        key, time_column = m.plan.op.key, m.plan.time_column
+        bucket_rows = mine[key]
+        unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
+        rows = bucket_rows & (widened[m.widened] | unplaced)
+        seen = np.diff(np.searchsorted(seq[bucket_rows], np.r_[lo, ends], side="left"))
+        events = frame.loc[rows, [*first.recording_columns, SEQ]].reset_index(drop=True)
+        events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"].array
+        if isinstance(events[key].dtype, pd.CategoricalDtype) and not m.plan.op.codes_keys:
+            events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
+        out.append(run_bucket(m.plan, bucket, events, seen.tolist()).assign(**{QUERY: m.name}))
+    return _concat(out)
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+@dataclass
+class SharedReplay:
+    """Replays several queries of the catalog on one recording as one shared run."""
+
+    runner: Replay
+
+    def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
+                ) -> list[RunInfo]:
+        """Each query's run (created or loaded, with its standalone run id)."""
+        return [self.runner.prepare(name, plan=plan, version=version) for name in names]
+
+    def plan(self, infos: list[RunInfo]) -> tuple[SharedPlan | None, list[RunInfo]]:
+        """The shared plan of the runs that can share a scan (None when fewer than two), and
+        the runs replayed on their own."""
+        catalog = self.runner.catalog
+        candidates = [i for i in infos if sharable(i, catalog.query(i.query))]
+        shared = [i for i in candidates if _scan_of(i) == _scan_of(candidates[0])]
+        alone = [i for i in infos if i not in shared]
+        if len(shared) < 2:
+            return None, infos
+        return shared_plan(catalog, self.runner.warehouse, [i.query for i in shared]), alone
+
+    def run(self, infos: list[RunInfo],
+            on_batch: Callable[[str, BatchReport], None] | None = None,
+            say: Callable[[str], None] = lambda line: None,
+            planned: tuple[SharedPlan | None, list[RunInfo]] | None = None
+            ) -> dict[str, pa.Table]:
+        """Run (or resume) every run of ``infos``: the sharable ones together, the others on
+        their own; returns each run's manifest by run id. ``say`` hears which is which;
+        ``planned``: :meth:`plan` of ``infos`` when the caller has it already."""
+        plan, alone = planned or self.plan(infos)
+        if plan is not None:
+            say(f"shared run of {', '.join(i.query for i in infos if i not in alone)}: plan "
+                f"{plan.plan_hash[:16]}, {len(plan.clusters)} scan(s) of W "
+                + "; ".join(c.where.sql for c in plan.clusters))
+        manifests = {}
+        for info in alone:
+            say(f"{info.query}: replayed on its own (run {info.run_id})")
+            manifests[info.run_id] = self.runner.run(
+                info, on_batch=on_batch and (lambda r, q=info.query: on_batch(q, r)))
+        if plan is not None:
+            shared = [i for i in infos if i not in alone]
+            manifests.update(self.run_shared(plan, shared, on_batch))
+        return manifests
+
+    def run_shared(self, plan: SharedPlan, infos: list[RunInfo],
+                   on_batch: Callable[[str, BatchReport], None] | None = None
+                   ) -> dict[str, pa.Table]:
+        """Run the batches of ``infos`` (sharable runs) in shared jobs, each run resuming after
+        its own last committed batch."""
+        runner = self.runner
+        with ExitStack() as locks:
+            for info in infos:
+                locks.enter_context(run_lock(runner.warehouse.run_dir(info.run_id),
+                                             info.run_id))
+                for path in runner._tables(info).values():
+                    remove_unreferenced(Path(path))
+            done = {i.run_id: runner.manifest(i.run_id) for i in infos}
+            last = infos[0].batches
+            while True:
+                pending = {i.run_id: done[i.run_id].num_rows for i in infos
+                           if done[i.run_id].num_rows <= last}
+                if not pending:
+                    break
+                first = min(pending.values())
+                group = runner._group_of(infos[0], first)
+                members = [i for i in infos if pending.get(i.run_id) == first]
+                for query, reports in self._run_group(plan, members, group, done).items():
+                    for report in reports:
+                        if on_batch:
+                            on_batch(query, report)
+                for info in members:
+                    done[info.run_id] = runner.manifest(info.run_id)
+        return done
+
+    def _run_group(self, plan: SharedPlan, infos: list[RunInfo], group: list[int],
+                   done: dict[str, pa.Table]) -> dict[str, list[BatchReport]]:
+        """One Spark job for ``group`` of every run of ``infos``, then each run's commits."""
+        runner = self.runner
+        started = time.perf_counter()  # manifest bookkeeping only
+        first = infos[0]
+        bounds = {b: (first.total, first.total) if b == first.batches else
+                  (first.cuts[b], first.cuts[b + 1]) for b in group}
+        attempt = uuid.uuid4().hex[:8]
+        prepared = {}
+        for info in infos:
+            manifest = done[info.run_id]
+            version = (manifest.column("state_version")[-1].as_py() if manifest.num_rows
+                       else None)
+            prepared[info.run_id] = self._member(plan, info, group, bounds, attempt, version)
+        members = [m for m, *_ in prepared.values()]
+        lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
+        files = overlapping(first.files, lo, hi)
+        rows = per_bucket(runner.spark, list(range(first.buckets)),
+                          lambda bucket: shared_bucket(members, files, bucket, first.buckets))
+
+        def commit(info: RunInfo) -> list[BatchReport]:
+            member, live, version = prepared[info.run_id]
+            steps = collect_files(member.plan, [r for r in rows if r[QUERY] == info.query])
+            return self._commit(info, member.plan, group, bounds, steps, live, version, started)
+
+        # the runs' commits do not depend on each other: a few at a time (each is resumable)
+        with ThreadPoolExecutor(min(4, len(infos))) as pool:
+            return dict(zip([i.query for i in infos], pool.map(commit, infos), strict=True))
+
+    def _member(self, plan: SharedPlan, info: RunInfo, group: list[int],
+                bounds: dict[int, tuple[int, int]], attempt: str, state_version: int | None
+                ) -> tuple[Member, list[LiveFile], int | None]:
+        """The member of a shared job for run ``info`` (its step plan as the runner builds
+        it, its operator behind its residual predicate), its live state files and version."""
+        runner = self.runner
+        ctx = runner.context(info.query)
+        cluster = plan.cluster_of(info.query)
+        residual = cluster.residual(info.query).where
+        inner = ctx.family.operator(ctx.query, ctx.recordings)
+        op = inner if residual == TRUE else FilteredOperator(inner, residual)
+        tables = runner._tables(info)
+        late_schema = op.late_schema(ctx.recording.arrow_schema())
+        schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
+                   "late": late_schema, "quarantine": late_schema,
+                   "state": op.state_codec.schema}
+        dirs = {b: {k: runner.storage.staging_dir(tables[k], f"b{b:06d}-{attempt}")
+                    for k in KINDS} for b in group}
+        live = (runner.storage.live_files(tables["state"], state_version)
+                if state_version is not None else [])
+        state_files: dict[int, list[str]] = {}
+        for f in live:
+            state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
+        step_plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
+                             schemas=schemas, recording_columns=tuple(ctx.recording.columns),
+                             time_column=ctx.time_column, state_files=state_files,
+                             finish=group[-1] == info.batches,
+                             kernel_dir=runner.settings.kernel_dir
+                             and str(runner.settings.kernel_dir))
+        return Member(info.query, step_plan, cluster.where), live, state_version
+
+    def _commit(self, info: RunInfo, plan: StepPlan, group: list[int],
+                bounds: dict[int, tuple[int, int]], steps: dict[int, StepFiles],
+                live: list[LiveFile], state_version: int | None, started: float
+                ) -> list[BatchReport]:
+        """Commit one run's tables for the group, then its manifest rows (as a run does)."""
+        runner = self.runner
+        tables = runner._tables(info)
+        reports, rows, _ = runner._commit_group(info, tables, plan.schemas, group, bounds, steps,
+                                                live, state_version, started)
+        if runner.before_manifest is not None:
+            runner.before_manifest(info.run_id, group)
+        runner._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
+                            Txn(f"{info.run_id}/manifest", group[-1]), _meta(info, group[-1]))
+        return reports
+
+
+def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
+                   share: bool, say: Callable[[str], None]) -> list[tuple[RunInfo, pa.Table]]:
+    """``reprise replay Q1 Q2 ...``: each query's run and manifest, replayed as one shared run
+    (queries on one recording) or, with ``share`` False, one after another."""
+    if share:
+        one_recording(runner.catalog, names)
+    shared = SharedReplay(runner)
+    infos = shared.prepare(names, plan=plan, version=version)
+    for info in infos:
+        done = runner.manifest(info.run_id).num_rows
+        say(f"run {info.run_id}: {info.recording} v{info.input_version}, {info.total} events, "
+            f"plan {info.plan} -> {info.batches} batches" + resume_note(done, info.batches + 1))
+    manifests = (shared.run(infos, say=say) if share
+                 else {i.run_id: runner.run(i) for i in infos})
+    return [(info, manifests[info.run_id]) for info in infos]

@@ -1,0 +1,59 @@
+"""The replays of one recording as one subsettable multi-asset: the first materialisation of
+several of them replays them as one shared run (``jobs/shared_run.py``: one scan per batch
+group); a query with a completed run is continued on its own (``jobs/continuation.py``), as is
+one materialised alone. The shared plan is materialisation metadata."""
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from engine.catalog import QuerySpec
+
+from .assets import replay_key, replay_metadata, replay_spec, segment_metadata
+from .resources import SparkResource, WarehouseResource
+
+
+def plan_metadata(plan) -> dict:
+    """The shared plan (``engine.sharing.SharedPlan``) as metadata: hash, clusters (queries,
+    W, columns, pane groups), counters."""
+    doc = plan.to_json()
+    return {"plan_hash": doc["plan_hash"],
+            "plan_clusters": dg.MetadataValue.json(doc["clusters"]),
+            "plan_pane_groups": sum(len(c["pane_groups"]) for c in doc["clusters"]),
+            "plan_counters": dg.MetadataValue.json(doc["counters"])}
+
+
+def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsDefinition:
+    """``replays/<name>`` for every query of ``queries`` (all on ``recording``)."""
+    names = {replay_key(q.name): q.name for q in queries}
+
+    @dg.multi_asset(specs=[replay_spec(q) for q in queries], name=f"replays_of_{recording}",
+                    can_subset=True)
+    def replays(context: dg.AssetExecutionContext, spark: SparkResource,
+                warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
+        from jobs.continuation import continue_query, latest_completed
+        from jobs.shared_run import SharedReplay
+
+        selected = [names[k] for k in sorted(context.selected_asset_keys,
+                                              key=lambda k: k.to_user_string())]
+        runner = warehouse.replay(spark)
+        first = [q for q in selected if latest_completed(runner, q) is None]
+        for name in selected if len(first) < 2 else [q for q in selected if q not in first]:
+            result = continue_query(runner, name, log=context.log.info)  # its own segment
+            yield dg.MaterializeResult(asset_key=replay_key(name), metadata={
+                **replay_metadata(result.info, result.manifest.to_pandas()),
+                **segment_metadata(result.segment, result.fresh_reason), "shared": False})
+        if len(first) < 2:
+            return
+        shared = SharedReplay(runner)  # first replays of several queries: one shared scan
+        infos = shared.prepare(first)
+        plan, alone = shared.plan(infos)
+        manifests = shared.run(infos, say=context.log.info, planned=(plan, alone))
+        for info in infos:
+            metadata = replay_metadata(info, manifests[info.run_id].to_pandas())
+            metadata["shared"] = plan is not None and info not in alone
+            if metadata["shared"]:
+                metadata.update(plan_metadata(plan))
+            yield dg.MaterializeResult(asset_key=replay_key(info.query), metadata=metadata)
+
+    return replays

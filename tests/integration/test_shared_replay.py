@@ -1,0 +1,130 @@
+"""Shared replays on Spark: several queries on one recording replayed in one pass give each
+query exactly the tables of its standalone run (output, late, quarantine, manifest counts),
+validate against the reference, and resume after a crash like a single run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from helpers import events_table, small_catalog, write_commits
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.catalog import load_catalog
+from jobs.replay import Replay
+from jobs.shared_run import SharedReplay
+from jobs.validate import reconcile_run, validate_run
+from jobs.warehouse import Warehouse
+
+QUERIES = {
+    "sel_lo": "name: sel_lo\nkind: select\ninput: ev\nwhere: v < 30\nquery:\n  columns: [ts, v]\n",
+    "sel_ab": ("name: sel_ab\nkind: select\ninput: ev\nwhere: k IN ('a', 'b') OR v IS NULL\n"
+               "query:\n  columns: [k, v]\n"),
+    "win_t": ("name: win_t\nkind: window\ninput: ev\nlateness: 3s\nwhere: v < 60\nquery:\n"
+              "  window: {type: tumbling, size: 10s}\n"
+              "  aggregates: {n: count(), n_v: count(v), s: sum(v), a: avg(v)}\n"),
+    "win_s": ("name: win_s\nkind: window\ninput: ev\nlateness: 3s\nwhere: v BETWEEN 20 AND 80\n"
+              "query:\n  window: {type: sliding, size: 20s, slide: 5s}\n"
+              "  aggregates: {n: count(), hi: max(v), lo: min(v)}\n  having: n > 2\n"),
+    "win_c": ("name: win_c\nkind: window\ninput: ev\nlateness: 3s\nwhere: v >= 10\nquery:\n"
+              "  window: {type: count, size: 4, every: 2}\n"
+              "  aggregates: {n: count(), s: sum(v)}\n"),
+}
+TABLES = ("output", "late", "quarantine")
+
+
+def setup(spark, storage, rows: int, seed: int, commits: int = 3
+          ) -> tuple[Replay, Replay, object]:
+    """Two warehouses holding the same recording: one for shared runs, one for standalone."""
+    root = Path(tempfile.mkdtemp(prefix="reprise-shared-"))
+    small_catalog(root / "schemas")
+    for name, text in QUERIES.items():
+        (root / "schemas" / "queries" / f"{name}.yaml").write_text(text)
+    catalog = load_catalog(root / "schemas")
+    table = events_table(np.random.default_rng(seed), rows)
+    replays = []
+    for side in ("shared", "alone"):
+        warehouse = Warehouse(root / side)
+        write_commits(storage, warehouse.recording("ev"), table, commits)
+        replays.append(Replay(spark, storage, warehouse, catalog, exchange="direct"))
+    return replays[0], replays[1], catalog
+
+
+def contents(replay: Replay, run_id: str, kind: str) -> pd.DataFrame:
+    path = replay.warehouse.run_table(run_id, kind)
+    if not replay.storage.exists(path):
+        return pd.DataFrame()
+    frame = replay.storage.read_arrow(path).to_pandas()
+    return frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
+
+
+def assert_same_runs(shared: Replay, alone: Replay, run_ids: list[str]) -> None:
+    for run_id in run_ids:
+        for kind in TABLES:
+            pd.testing.assert_frame_equal(contents(shared, run_id, kind),
+                                          contents(alone, run_id, kind), check_dtype=False)
+        counts = ["rows_in", "rows_out", "late", "quarantined"]
+        assert (shared.manifest(run_id).to_pandas()[counts].values.tolist()
+                == alone.manifest(run_id).to_pandas()[counts].values.tolist())
+
+
+def test_shared_replay_equals_standalone_runs_and_reference(spark, storage):
+    shared, alone, catalog = setup(spark, storage, 240, seed=7)
+    names = [*QUERIES, "ev_q"]
+    runner = SharedReplay(shared)
+    infos = runner.prepare(names, plan="rows:23")
+    plan, on_own = runner.plan(infos)
+    assert plan is not None and on_own == []
+    runner.run(infos)
+    for name in names:
+        info = alone.prepare(name, plan="rows:23")
+        alone.run(info)
+    run_ids = [i.run_id for i in infos]
+    assert run_ids == [alone.prepare(n, plan="rows:23").run_id for n in names]
+    assert_same_runs(shared, alone, run_ids)
+    for run_id in run_ids:
+        report = validate_run(shared, catalog, run_id)
+        assert report.ok, (run_id, report.diff, report.late_mismatch)
+        assert reconcile_run(shared, run_id).ok
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(sorted(QUERIES)), min_size=2, max_size=4, unique=True),
+       st.sampled_from(["commit", "rows:11", "rows:40"]), st.integers(0, 3))
+def test_random_query_sets_and_batch_plans_share_exactly(spark, storage, names, plan, seed):
+    shared, alone, _ = setup(spark, storage, 90, seed=seed)
+    runner = SharedReplay(shared)
+    infos = runner.prepare(names, plan=plan)
+    runner.run(infos)
+    for name in names:
+        alone.run(alone.prepare(name, plan=plan))
+    assert_same_runs(shared, alone, [i.run_id for i in infos])
+
+
+def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, storage):
+    shared, alone, _ = setup(spark, storage, 150, seed=11, commits=5)
+    names = ["sel_lo", "win_t", "win_c"]
+    runner = SharedReplay(alone)
+    infos = runner.prepare(names, plan="rows:20")
+    runner.run(infos)  # uninterrupted, in the other warehouse
+    target = infos[1].run_id
+    script = Path(__file__).with_name("crash_shared_replay.py")
+    env = {**os.environ, "REPRISE_BATCHES_PER_JOB": "2"}
+    killed = subprocess.run([sys.executable, str(script), str(shared.warehouse.root),
+                             str(Path(shared.catalog.queries["sel_lo"].source).parents[1]),
+                             "rows:20", target, "3", *names], env=env, check=False)
+    assert killed.returncode == -9
+    resumed = SharedReplay(Replay(spark, storage, shared.warehouse, shared.catalog,
+                                  exchange="direct", batches_per_job=2))
+    again = resumed.prepare(names, plan="rows:20")
+    done = {i.run_id: resumed.runner.manifest(i.run_id).num_rows for i in again}
+    assert 0 < min(done.values()) < again[0].batches + 1  # the kill left work to do
+    resumed.run(again)
+    assert_same_runs(shared, alone, [i.run_id for i in infos])

@@ -1,0 +1,52 @@
+"""The replays of one recording form one subsettable multi-asset: several materialised in one
+run share the scan (the plan is their metadata) and equal their standalone replays; one
+materialised alone runs alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from jobs.recordings.store import generate_recording
+from orchestration.definitions import build_definitions
+
+ROOT = Path(__file__).resolve().parents[2]
+VITALS = dg.AssetKey(["recordings", "vitals"])
+
+
+def run_selection(defs, name: str, keys: list[dg.AssetKey], instance):
+    job = dg.define_asset_job(name, selection=dg.AssetSelection.assets(*keys))
+    return dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(
+        name).execute_in_process(instance=instance, raise_on_error=False)
+
+
+def test_subset_of_replays_shares_and_one_runs_alone(spark, storage, catalog, warehouse,
+                                                     monkeypatch):
+    monkeypatch.setenv("REPRISE_WAREHOUSE", str(warehouse.root))
+    generate_recording(storage, warehouse, catalog, "vitals", keys=4, events=1_500, seed=2,
+                       commits=2, replace=True)
+    defs = build_definitions(str(ROOT / "schemas"))
+    graph = defs.resolve_asset_graph()
+    hr, low = (dg.AssetKey(["replays", n]) for n in ("vitals_hr_1m", "vitals_low_spo2"))
+    assert graph.get(hr).group_name == "window" and graph.get(low).group_name != "window"
+    instance = dg.DagsterInstance.ephemeral()
+
+    result = run_selection(defs, "two_vitals", [VITALS, hr, low], instance)
+    assert result.success
+    meta = {e.asset_key: e.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+    assert meta[hr]["shared"].value and meta[low]["shared"].value
+    assert meta[hr]["plan_hash"].value == meta[low]["plan_hash"].value
+    clusters = meta[hr]["plan_clusters"].value
+    assert sorted(q for c in clusters for q in c["queries"]) == ["vitals_hr_1m",
+                                                                 "vitals_low_spo2"]
+    checks = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
+    for key in (hr, low):
+        assert checks[key, "equals_standalone"].passed, checks[key, "equals_standalone"].metadata
+        assert checks[key, "matches_reference"].passed
+
+    alone = run_selection(defs, "one_vital", [hr], instance)
+    assert alone.success
+    (event,) = alone.get_asset_materialization_events()
+    assert event.asset_key == hr and not event.materialization.metadata["shared"].value

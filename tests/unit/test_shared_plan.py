@@ -1,0 +1,113 @@
+"""``reprise plan``: the shared plan of catalog queries on one recording, with statistics read
+from the recording's Delta snapshot (no Spark: the table is written with delta-rs)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from deltalake import write_deltalake
+from typer.testing import CliRunner
+
+from jobs.cli import app
+from jobs.shared_plan import recording_statistics
+from jobs.warehouse import Warehouse
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from helpers import events_table, small_catalog
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+QUERIES = {
+    "s1": "name: s1\nkind: select\ninput: ev\nwhere: v < 30\nquery:\n  columns: [ts, v]\n",
+    "w1": ("name: w1\nkind: window\ninput: ev\nlateness: 3s\nwhere: v < 60\nquery:\n"
+           "  window: {type: tumbling, size: 10s}\n  aggregates: {n: count(), a: avg(v)}\n"),
+    "w2": ("name: w2\nkind: window\ninput: ev\nlateness: 3s\nwhere: v < 60\nquery:\n"
+           "  window: {type: sliding, size: 20s, slide: 5s}\n"
+           "  aggregates: {n: count(), hi: max(v)}\n  having: n > 2\n"),
+    "g": ("name: g\nkind: window\ninput: ev\nkey: none\nlateness: 3s\nquery:\n"
+          "  window: {type: tumbling, size: 10s}\n  aggregates: {n: count()}\n"),
+}
+
+
+def setup(tmp_path: Path) -> tuple[Path, Path]:
+    schemas, warehouse = tmp_path / "schemas", tmp_path / "warehouse"
+    small_catalog(schemas)
+    for name, text in QUERIES.items():
+        (schemas / "queries" / f"{name}.yaml").write_text(text)
+    table = events_table(np.random.default_rng(3), 400)
+    for i in range(4):
+        write_deltalake(str(Warehouse(warehouse).recording("ev")), table.slice(i * 100, 100),
+                        mode="append")
+    return schemas, warehouse
+
+
+def run(schemas: Path, warehouse: Path, *args: str):
+    return CliRunner().invoke(app, ["plan", *args, "--catalog", str(schemas),
+                                    "--warehouse", str(warehouse)])
+
+
+def test_plan_json_has_the_fields_of_the_issue_and_is_order_independent(tmp_path):
+    schemas, warehouse = setup(tmp_path)
+    result = run(schemas, warehouse, "s1", "w1", "w2", "g", "ev_q", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert isinstance(doc["plan_hash"], str) and len(doc["plan_hash"]) == 64
+    assert sorted(q for c in doc["clusters"] for q in c["queries"]) == \
+        ["ev_q", "g", "s1", "w1", "w2"]
+    for cluster in doc["clusters"]:
+        assert {"queries", "where", "columns", "pane_groups"} <= set(cluster)
+        for group in cluster["pane_groups"]:
+            assert {"queries", "pane"} <= set(group)
+    assert set(doc["residuals"]) == {"ev_q", "g", "s1", "w1", "w2"}
+    assert doc["residuals"]["w2"]["having"] == "n >= 3"  # having stays residual
+    assert doc["estimates"]["rows"] == 400
+    again = json.loads(run(schemas, warehouse, "ev_q", "g", "w2", "w1", "s1", "--json").output)
+    assert again["plan_hash"] == doc["plan_hash"]
+
+
+def test_plan_text_names_clusters_residuals_and_hash(tmp_path):
+    schemas, warehouse = setup(tmp_path)
+    result = run(schemas, warehouse, "s1", "w1")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(run(schemas, warehouse, "s1", "w1", "--json").output)
+    assert doc["plan_hash"] in result.output
+    assert "cluster 0" in result.output and "s1: cluster" in result.output
+    assert "rows read" in result.output
+
+
+def test_queries_on_different_recordings_say_which_each_reads():
+    result = CliRunner().invoke(app, ["plan", "vitals_hr_1m", "ads_10s", "--catalog",
+                                      str(SCHEMAS)])
+    assert result.exit_code == 1
+    assert "vitals_hr_1m reads vitals" in result.output and "ads_10s reads ads" in result.output
+
+
+def test_an_spj_query_is_refused_naming_its_file():
+    result = CliRunner().invoke(app, ["plan", "vitals_spo2_histogram", "--catalog",
+                                      str(SCHEMAS)])
+    assert result.exit_code == 1 and "vitals_spo2_histogram.yaml: field 'inputs'" in \
+        result.output
+
+
+def test_statistics_count_the_snapshot_and_sample_its_first_rows(tmp_path):
+    _, warehouse = setup(tmp_path)
+    stats = recording_statistics(Warehouse(warehouse), "ev", {"v", "k", "nope"}, sample_rows=150)
+    assert stats.rows == 400
+    assert stats.sample is not None and len(stats.sample) == 150
+    assert sorted(stats.sample.columns) == ["k", "v"]
+
+
+def test_replay_of_queries_on_different_recordings_says_which_each_reads():
+    result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "ticks_1m", "--catalog",
+                                      str(SCHEMAS)])
+    assert result.exit_code == 1
+    assert "vitals_hr_1m reads vitals" in result.output and "ticks_1m reads ticks" in \
+        result.output
+
+
+def test_replay_of_several_queries_refuses_one_run_id():
+    result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "vitals_low_spo2", "--run-id",
+                                      "x", "--catalog", str(SCHEMAS)])
+    assert result.exit_code == 1 and "--run-id names the run of one query" in result.output
