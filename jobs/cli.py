@@ -191,11 +191,11 @@ def replay(
     from .progress import ReplayProgress
     from .runs import resume_note
 
+    if cont and version is not None:
+        _fail("--continue extends a run to the latest version; it takes no --version")
     ctx = Context(warehouse, catalog, backend)
     runner = ctx.replay()
     if cont:
-        if version is not None:
-            _fail("--continue extends a run to the latest version; it takes no --version")
         _continue(runner, query, plan, run_id)
         return
     info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
