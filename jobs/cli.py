@@ -205,6 +205,8 @@ def replay(
     from .progress import ReplayProgress
     from .runs import resume_note
 
+    if cont and version is not None:
+        _fail("--continue extends a run to the latest version; it takes no --version")
     ctx = Context(warehouse, catalog, backend)
     if len(queries) > 1:
         from .shared_plan import one_recording
@@ -221,8 +223,6 @@ def replay(
         return
     query, runner = queries[0], ctx.replay()
     if cont:
-        if version is not None:
-            _fail("--continue extends a run to the latest version; it takes no --version")
         _continue(runner, query, plan, run_id)
         return
     info = runner.prepare(query, plan=plan, run_id=run_id, version=version)

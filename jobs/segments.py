@@ -104,8 +104,8 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
     def back_to(kind: str, version: int | None) -> None:
         """Make the live files of ``kind`` those it had at ``version`` (none when None)."""
         path = table(kind)
-        if not storage.exists(path):
-            return
+        if not storage.exists(path) or version == storage.version(path):
+            return  # (the state when only the flush is redone: it commits no state)
         now = set(storage.live_files(path))
         then = set(storage.live_files(path, version)) if version is not None else set()
         gone = [f.path for f in then - now if not os.path.exists(f.path)]

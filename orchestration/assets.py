@@ -43,7 +43,8 @@ def segment_metadata(segment: dict | None, fresh_reason: str) -> dict:
     """What a materialization did to its run: the segment it added (from version, to version,
     new events), ``none`` when the recording had no new version, or why it replayed afresh."""
     if segment is None:
-        return {"segment": "none (no new recording version)"}
+        return {"segment": f"fresh replay ({fresh_reason})" if fresh_reason
+                else "none (no new recording version)"}
     meta = {"segment": int(segment["segment"]),
             "segment_from_version": -1 if segment.get("from_version") is None
             else int(segment["from_version"]),

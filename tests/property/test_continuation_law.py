@@ -73,7 +73,7 @@ def recordings(draw):
 
 
 @pytest.mark.parametrize("output", ["every", "changes", "final"])
-@settings(max_examples=25, deadline=None, derandomize=True)
+@settings(max_examples=12, deadline=None, derandomize=True)
 @given(recording=recordings(), rows=st.integers(1, 9))
 def test_continuing_commit_by_commit_equals_one_run(output, recording, rows):
     events, commits = recording
