@@ -18,7 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.catalog import Catalog
 from jobs.recordings.store import generate_recording
-from jobs.replay import Replay, RunInfo
+from jobs.replay import Replay
+from jobs.run_info import RunInfo
 from jobs.spark import get_spark
 from jobs.storage import DeltaStorage, open_storage
 from jobs.warehouse import Warehouse

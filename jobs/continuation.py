@@ -26,7 +26,8 @@ from engine.spj.inputs import EVENT_TIME, STREAM
 from . import plans
 from .arrival import sequenced
 from .merged import merged_events
-from .replay import BatchReport, Replay, ReplayError, RunInfo, fingerprint, read_run, resolve_cuts
+from .replay import BatchReport, Replay, resolve_cuts
+from .run_info import ReplayError, RunInfo, fingerprint, read_run
 from .run_lock import run_lock
 from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run

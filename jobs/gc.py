@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 
-from .replay import Replay, read_run
+from .replay import Replay
+from .run_info import read_run
 from .runs import summarize
 from .storage.vacuum import vacuum
 

@@ -11,7 +11,6 @@ run resumes after the last batch the manifest holds.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -27,8 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine.catalog import BatchSpec, Catalog, QuerySpec
-from engine.errors import RepriseError
-from engine.operator import SEQ, TIME, KeyedOperator
+from engine.operator import SEQ, TIME
 
 from . import plans
 from .arrival import input_index, overlapping, sequenced
@@ -47,69 +45,11 @@ from .lazy_spark import not_started
 from .merged import merge_inputs
 from .orphans import remove_leftovers
 from .run_context import RunContext
+from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint
 from .run_lock import run_lock
 from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
-
-MANIFEST_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("batch", pa.int64()), ("kind", pa.string()),
-    ("seq_lo", pa.int64()), ("seq_hi", pa.int64()), ("rows_in", pa.int64()),
-    ("rows_out", pa.int64()), ("late", pa.int64()), ("quarantined", pa.int64()),
-    ("state_rows", pa.int64()), ("state_bytes", pa.int64()), ("state_version", pa.int64()),
-    ("output_version", pa.int64()), ("duration_s", pa.float64()),
-])
-
-
-class ReplayError(RepriseError):
-    """A replay cannot start or continue; the message says why and what to do."""
-
-
-@dataclass
-class RunInfo:
-    """The persisted description of a run (``run.json``)."""
-
-    run_id: str
-    query: str
-    fingerprint: str
-    recording: str
-    input_path: str
-    input_version: int
-    plan: str
-    cuts: list[int]
-    files: list[dict]
-    buckets: int
-    operator: str
-    query_spec: dict = field(default_factory=dict)
-    #: Pinned version of each input recording, by its name in the query's ``inputs``.
-    sources: dict[str, int] = field(default_factory=dict)
-    #: How events reach the bucket workers (fixed per run: the two hash keys differently).
-    exchange: str = "spark"
-    #: The run's segments once it has been continued (:mod:`jobs.segments`): segment 0 is the
-    #: first replay, each later one a continuation to a newer recording version.
-    segments: list[dict] = field(default_factory=list)
-
-    @property
-    def txn_prefix(self) -> str:
-        """Prefix of the run's Delta app ids: the run id, then ``<run_id>/s<k>`` in segment
-        ``k >= 1`` (a continuation recommits batch ids an earlier segment used)."""
-        k = len(self.segments) - 1
-        return self.run_id if k < 1 else f"{self.run_id}/s{k}"
-
-    @property
-    def batches(self) -> int:
-        return len(self.cuts) - 1
-
-    @property
-    def total(self) -> int:
-        return self.cuts[-1]
-
-
-def fingerprint(query: QuerySpec, operator: KeyedOperator) -> str:
-    """Hash of what determines a run's output (query text, operator version)."""
-    text = json.dumps({"query": query.raw, "op": [operator.name, operator.version]},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def resolve_cuts(storage: DeltaStorage, spec: BatchSpec,
@@ -479,15 +419,3 @@ def _meta(info: RunInfo, batch: int) -> dict[str, str]:
     if len(info.segments) > 1:
         meta["reprise.segment"] = str(len(info.segments) - 1)
     return meta
-
-
-def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:
-    """Load ``run.json`` of an existing run."""
-    path = warehouse.run_dir(run_id) / "run.json"
-    if not path.exists():
-        known = ", ".join(warehouse.runs()) or "none"
-        raise ReplayError(f"no run {run_id!r} under {warehouse.root} (known runs: {known})")
-    return RunInfo(**json.loads(path.read_text()))
-
-
-__all__ = ["MANIFEST_SCHEMA", "Replay", "ReplayError", "RunInfo", "read_run"]

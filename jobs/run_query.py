@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine.catalog import Catalog, QuerySpec, parse_query
 from engine.registry import operator_for
 
-from .replay import RunInfo, fingerprint
+from .run_info import RunInfo, fingerprint
 
 
 def query_of_run(info: RunInfo, catalog: Catalog) -> tuple[QuerySpec, str]:

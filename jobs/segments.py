@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
-from .replay import ReplayError
+from .run_info import ReplayError
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 
 if TYPE_CHECKING:
-    from .replay import Replay, RunInfo
+    from .replay import Replay
+    from .run_info import RunInfo
 
 
 def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:

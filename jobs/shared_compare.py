@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .replay import Replay, read_run
+from .replay import Replay
+from .run_info import read_run
 
 COMPARED = ("output", "late", "quarantine")
 

@@ -50,7 +50,8 @@ from .keyed import (
     run_bucket,
 )
 from .orphans import remove_unreferenced
-from .replay import MANIFEST_SCHEMA, BatchReport, Replay, RunInfo, _meta
+from .replay import BatchReport, Replay, _meta
+from .run_info import MANIFEST_SCHEMA, RunInfo
 from .run_lock import run_lock
 from .runs import resume_note
 from .shared_plan import one_recording, shared_plan

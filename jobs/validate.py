@@ -16,8 +16,9 @@ from engine.operator import SEQ, exact_pandas
 
 from .arrival import sequenced
 from .bucket_reference import ReferenceResult, placeable, reference_by_bucket
-from .replay import Replay, ReplayError, RunInfo, read_run
+from .replay import Replay
 from .run_context import RunContext
+from .run_info import ReplayError, RunInfo, read_run
 from .run_query import query_of_run
 
 #: Float columns compare with this tolerance (sums of floats depend on the addition order).

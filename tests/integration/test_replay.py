@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs.plans import PlanError
-from jobs.replay import Replay, ReplayError
+from jobs.replay import Replay
+from jobs.run_info import ReplayError
 from jobs.validate import validate_run
 from jobs.warehouse import Warehouse
 
