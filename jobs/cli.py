@@ -358,67 +358,6 @@ def validate(
 
 
 @app.command()
-def analyze(
-    sql: Annotated[str | None, typer.Argument(help="SELECT ... FROM ... WHERE ... query")] = None,
-    schema: Annotated[list[str] | None, typer.Option(
-        "--schema", help='A stream and its integer attributes, e.g. "S(A,B,C)"; repeat')] = None,
-    timestamp: Annotated[list[str] | None, typer.Option(
-        "--timestamp", help='Application-time attribute of a stream, e.g. "S.ts"; repeat')]
-        = None,
-    query: Annotated[str | None, typer.Option(
-        "--query", help="Analyse this spj query of the catalog (instead of SQL and --schema)")]
-        = None,
-    catalog: Catalog_ = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON")] = False,
-) -> None:
-    """Decide whether an SPJ query runs in bounded memory, and explain the verdict."""
-    import json
-
-    from engine.spj import analyze as analyze_query
-
-    if query is not None:
-        from engine.spj.family import analysis_inputs
-
-        cat = _catalog(load_settings(), catalog)
-        sql, schemas, stamps = analysis_inputs(cat.query(query), cat.recordings)
-    elif sql is None or not schema:
-        _fail("give a SQL query with --schema for each stream, or --query NAME of the catalog")
-    else:
-        schemas, stamps = _cli_schemas(schema, timestamp or [])
-    result = analyze_query(sql, schemas, stamps or None)
-    if as_json:
-        print(json.dumps(result.to_json(), indent=1, default=str))
-        return
-    verdict = "[green]bounded[/]" if result.bounded else "[red]unbounded[/]"
-    console.print(f"{verdict} ({result.semantics} semantics, proof: {result.proof})")
-    for v in result.violations:
-        console.print(f"  {v.condition}: {v.explanation}", highlight=False)
-    payload = result.to_json()
-    for label in ("synopsis", "witness"):
-        if label in payload:
-            console.print(f"  {label}: {json.dumps(payload[label], default=str)}",
-                          highlight=False)
-
-
-def _cli_schemas(schema: list[str], timestamp: list[str]
-                 ) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """``--schema S(A,B)`` and ``--timestamp S.ts`` options as analyser arguments."""
-    schemas: dict[str, list[str]] = {}
-    for text in schema:
-        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(([^)]*)\)\s*", text)
-        if not m:
-            _fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
-        schemas[m.group(1)] = [a.strip() for a in m.group(2).split(",") if a.strip()]
-    stamps = {}
-    for text in timestamp:
-        stream, dot, attr = text.partition(".")
-        if not dot or not attr:
-            _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
-        stamps[stream] = attr
-    return schemas, stamps
-
-
-@app.command()
 def plan(
     queries: Annotated[list[str], typer.Argument(help="Query names on one recording")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
@@ -455,6 +394,8 @@ def runs(warehouse: Warehouse_ = None) -> None:
                       f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""))
     console.print(table)
 
+
+from . import cli_analyze  # noqa: E402, F401  (registers `reprise analyze` on app)
 
 if __name__ == "__main__":
     app()
