@@ -48,18 +48,3 @@ class LazySpark:
 def not_started(spark: object) -> LazySpark | None:
     """``spark`` when it is a :class:`LazySpark` that has not started, else None."""
     return spark if isinstance(spark, LazySpark) and not spark.started else None
-
-
-def bucket_count(spark: SparkSession | LazySpark) -> int:
-    """The shuffle partition count of ``spark`` (a run's buckets), without starting a lazy
-    session for a local master."""
-    lazy = not_started(spark)
-    return (lazy and lazy.shuffle_partitions()) or int(
-        spark.conf.get("spark.sql.shuffle.partitions") or 2)
-
-
-def spark_for(spark: SparkSession | LazySpark, events: int, local_events: int
-              ) -> SparkSession | LazySpark | None:
-    """Where a run of ``events`` events runs its buckets: None (in this process) when Spark has
-    not started yet and the run has at most ``local_events`` events, else ``spark``."""
-    return None if not_started(spark) and events <= local_events else spark

@@ -42,7 +42,7 @@ from .keyed import (
     execute_finish,
     execute_step,
 )
-from .lazy_spark import bucket_count, spark_for
+from .lazy_spark import not_started
 from .merged import merge_inputs
 from .orphans import remove_unreferenced
 from .run_context import RunContext
@@ -203,7 +203,9 @@ class Replay:
             input_path, pinned = self.warehouse.recording(recording.name), sources["input"]
         files = input_index(self.storage, input_path, pinned)
         cuts = resolve_cuts(self.storage, spec, files, input_path, pinned, ctx.time_column)
-        buckets = bucket_count(self.spark)
+        lazy = not_started(self.spark)
+        buckets = (lazy and lazy.shuffle_partitions()) or int(
+            self.spark.conf.get("spark.sql.shuffle.partitions") or 2)
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,
@@ -324,7 +326,9 @@ class Replay:
                         kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
                         derive=derive)
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
-        spark = spark_for(self.spark, info.total, self.settings.local_events)
+        # a small run with Spark not started yet: the buckets run in this process
+        spark = None if not_started(self.spark) and info.total <= self.settings.local_events \
+            else self.spark
         if info.exchange == "direct":
             steps = execute_direct(spark, plan, overlapping(info.files, lo, hi), info.buckets)
         elif group == [info.batches]:  # alone: one task per bucket that holds state
