@@ -41,7 +41,7 @@ VITALS = """CREATE TABLE vitals (patient_id STRING, heart_rate BIGINT, spo2 BIGI
 HOP = """SELECT patient_id, CAST(window_start AS STRING), CAST(window_end AS STRING),
   COUNT(*) AS readings,
   AVG(CAST(heart_rate AS DOUBLE)) AS hr_avg, MIN(heart_rate) AS hr_min, MAX(heart_rate) AS hr_max
-  FROM TABLE(HOP(TABLE vitals, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '500' SECOND))
+  FROM TABLE(HOP(TABLE vitals, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '500' SECOND(3)))
   GROUP BY patient_id, window_start, window_end"""
 
 
