@@ -26,7 +26,8 @@ from pyflink.table import EnvironmentSettings, TableEnvironment
 TICKS = """CREATE TABLE ticks (symbol STRING, price DOUBLE, volume BIGINT, seq BIGINT,
   ts_ms BIGINT, rt AS TO_TIMESTAMP_LTZ(ts_ms, 3), WATERMARK FOR rt AS rt)
   WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')"""
-V_SHAPES = """SELECT symbol, CAST(v_start AS STRING), CAST(v_end AS STRING), depth FROM ticks MATCH_RECOGNIZE (
+V_SHAPES = """SELECT symbol, CAST(v_start AS STRING), CAST(v_end AS STRING), depth
+  FROM ticks MATCH_RECOGNIZE (
   PARTITION BY symbol ORDER BY rt
   MEASURES FIRST(D.rt) AS v_start, LAST(U.rt) AS v_end,
            FIRST(D.prev_price) - LAST(D.price) AS depth
