@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs  # pa.fs
 import pyarrow.parquet as pq
 
 from engine.derive import DerivedProgram, Unsupported, compile_derived
@@ -58,15 +59,19 @@ class WorkerDerive:
         for f in self.files:
             if f["offset"] >= lo:
                 break
-            path = f["uri"].removeprefix("file://")
-            table = pq.read_table(path, columns=list(dict.fromkeys(columns)),
-                                  read_dictionary=[self.program.key])
+            table = _read(f["uri"], list(dict.fromkeys(columns)), [self.program.key])
             seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
             keep = (seq < lo) & mine(table)
             tables.append(table.filter(pa.array(keep)).append_column(SEQ, pa.array(seq[keep])))
         if not tables:
             return pd.DataFrame()
         return exact_pandas(pa.concat_tables(tables))
+
+
+def _read(uri: str, columns: list[str], dictionary: list[str] | None = None) -> pa.Table:
+    """Columns of an input file (a local path or a URI pyarrow knows, as the workers read)."""
+    fs, path = pa.fs.FileSystem.from_uri(uri) if "://" in uri else (pa.fs.LocalFileSystem(), uri)
+    return pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=dictionary)
 
 
 def worker_derive(derived: Mapping[str, tuple[str, str]], columns: Mapping[str, str], key: str,
@@ -91,8 +96,7 @@ def _out_of_order(files: list[dict], key: str, column: str) -> str | None:
     """Why ordering a key's events by ``column`` then arrival is not their arrival order (a
     null, or a value below an earlier one of the key), or None: then ``ORDER BY column, __seq``
     is ``ORDER BY __seq`` over the pinned input."""
-    parts = [pq.read_table(f["uri"].removeprefix("file://"), columns=[key, column])
-             for f in files]
+    parts = [_read(f["uri"], [key, column]) for f in files]
     if not parts:
         return None
     table = pa.concat_tables(parts)

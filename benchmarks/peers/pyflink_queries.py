@@ -27,7 +27,7 @@ TICKS = """CREATE TABLE ticks (symbol STRING, price DOUBLE, volume BIGINT, seq B
   ts_ms BIGINT, rt AS TO_TIMESTAMP_LTZ(ts_ms, 3), WATERMARK FOR rt AS rt)
   WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')"""
 V_SHAPES = """SELECT symbol, CAST(v_start AS STRING), CAST(v_end AS STRING), depth
-FROM ticks MATCH_RECOGNIZE (
+  FROM ticks MATCH_RECOGNIZE (
   PARTITION BY symbol ORDER BY rt
   MEASURES FIRST(D.rt) AS v_start, LAST(U.rt) AS v_end,
            FIRST(D.prev_price) - LAST(D.price) AS depth
@@ -42,7 +42,7 @@ VITALS = """CREATE TABLE vitals (patient_id STRING, heart_rate BIGINT, spo2 BIGI
 HOP = """SELECT patient_id, CAST(window_start AS STRING), CAST(window_end AS STRING),
   COUNT(*) AS readings,
   AVG(CAST(heart_rate AS DOUBLE)) AS hr_avg, MIN(heart_rate) AS hr_min, MAX(heart_rate) AS hr_max
-  FROM TABLE(HOP(TABLE vitals, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '500' SECOND))
+  FROM TABLE(HOP(TABLE vitals, DESCRIPTOR(rt), INTERVAL '5' SECOND, INTERVAL '500' SECOND(3)))
   GROUP BY patient_id, window_start, window_end"""
 
 
