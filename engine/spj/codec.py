@@ -42,6 +42,21 @@ def canonical(value: Any) -> str:
     raise TypeError(f"cannot encode {type(value).__name__} in an executor state")
 
 
+def open_doc(data: bytes, fingerprint: str, mode: str, runs: str) -> dict:
+    """The JSON document of an encoded state, refused unless it has this format, query
+    ``fingerprint`` and ``mode`` (``runs`` says what this executor runs, for the refusal)."""
+    try:
+        doc = json.loads(data)
+    except ValueError as err:
+        raise SpjError(f"not an encoded executor state: {err}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise SpjError("not an encoded executor state (unknown format)")
+    if (doc.get("query"), doc.get("mode")) != (fingerprint, mode):
+        raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
+                       f"runs {runs}")
+    return doc
+
+
 class StateFormat:
     """Encodes and decodes the states of one executor (``batches`` rebuilds full-history
     indexes; ``describe`` names the query in refusals)."""
@@ -78,15 +93,8 @@ class StateFormat:
 
     def decode(self, data: bytes) -> SpjState:
         """The state :meth:`encode` wrote; refuses states of another query or mode."""
-        try:
-            doc = json.loads(data)
-        except ValueError as err:
-            raise SpjError(f"not an encoded executor state: {err}") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise SpjError("not an encoded executor state (unknown format)")
-        if (doc.get("query"), doc.get("mode")) != (self.fingerprint, self.mode):
-            raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
-                           f"runs {self.describe!r} in {self.mode} mode")
+        doc = open_doc(data, self.fingerprint, self.mode,
+                       f"{self.describe!r} in {self.mode} mode")
         try:
             return self._rebuild(doc)
         except (KeyError, TypeError, ValueError, IndexError) as err:
@@ -152,15 +160,8 @@ class TimedFormat:
 
     def decode(self, data: bytes) -> TimedState:
         """The state :meth:`encode` wrote; refuses states of another query or engine."""
-        try:
-            doc = json.loads(data)
-        except ValueError as err:
-            raise SpjError(f"not an encoded executor state: {err}") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise SpjError("not an encoded executor state (unknown format)")
-        if (doc.get("query"), doc.get("mode")) != (self.fingerprint, "down-sets"):
-            raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
-                           f"runs {self.describe!r} on down-set summaries")
+        doc = open_doc(data, self.fingerprint, "down-sets",
+                       f"{self.describe!r} on down-set summaries")
         e = self.engine
         try:
             state = e.init()
@@ -194,15 +195,8 @@ class PiecesFormat:
 
     def decode(self, data: bytes) -> PiecesState:
         """The state :meth:`encode` wrote; refuses states of another query or engine."""
-        try:
-            doc = json.loads(data)
-        except ValueError as err:
-            raise SpjError(f"not an encoded executor state: {err}") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise SpjError("not an encoded executor state (unknown format)")
-        if (doc.get("query"), doc.get("mode")) != (self.fingerprint, "pieces"):
-            raise SpjError(f"state of another query or mode ({doc.get('mode')}); this executor "
-                           f"runs {self.describe!r} per derived LTO query")
+        doc = open_doc(data, self.fingerprint, "pieces",
+                       f"{self.describe!r} per derived LTO query")
         try:
             state = self.engine.init()
             state.emitted.update(tuple(r) for r in doc["emitted"])
