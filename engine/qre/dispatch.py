@@ -135,7 +135,7 @@ def _kernel_values(kernel: Kernel, result: KernelRun, rows: np.ndarray
     otype = result.otype[rows]
     for number in np.unique(otype):
         at = np.flatnonzero(otype == number)
-        kind = kernel.out_kinds[number]
+        kind = kernel.generated.out_kinds[number]
         ints, floats = result.ints[rows[at]], result.floats[rows[at]]
         texts[at] = _texts(kind, ints, floats, [0, 0])
         if kind == "i":

@@ -29,9 +29,9 @@ import numpy as np
 
 from .compiled import Automaton, CompiledState, explore
 from .kernel_cache import load_kernel_function
-from .kernel_source import generate
+from .kernel_source import Generated, generate
 from .kernel_states import KernelStates, StateBytes, build_value
-from .kernel_values import INT_MIN, KIND_NAMES, Kind
+from .kernel_values import INT_MIN, KIND_NAMES
 from .terms import Term, check_item
 from .text import parse
 from .values import AMBIGUOUS, NONE, Outcome
@@ -62,29 +62,25 @@ class Kernel:
     automaton: Automaton
     fields: tuple[str, ...]
     kinds: tuple[str, ...]  # per field: "i", "f" or "b"
-    states: tuple[tuple[int, tuple[Kind, ...]], ...]  # (shape number, register kinds)
-    index: Mapping[tuple[int, tuple[Kind, ...]], int]
-    out_kinds: tuple[Kind, ...]
-    slots: tuple[int, int]  # register slots: ints, floats
-    out_slots: tuple[int, int]
-    tables: tuple[np.ndarray, ...]  # symtab, nxt, prog, outp
-    source: str
+    generated: Generated  # states, slots, tables and source of the kernel
     fn: Any
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f}: {KIND_NAMES[k]}" for f, k in zip(self.fields, self.kinds,
                                                                 strict=True))
-        return (f"Kernel({fields}; {len(self.automaton.shapes)} shapes, {len(self.states)} "
-                f"states, register slots {self.slots})")
+        g = self.generated
+        return (f"Kernel({fields}; {len(self.automaton.shapes)} shapes, {len(g.states)} "
+                f"states, register slots {g.slots})")
 
     def initial(self, keys: int) -> KernelStates:
         """``keys`` states before any item."""
-        return KernelStates.initial(keys, self.slots)
+        return KernelStates.initial(keys, self.generated.slots)
 
     @cached_property
     def state_bytes(self) -> StateBytes:
         """The conversion of this kernel's states to and from canonical bytes."""
-        return StateBytes(self.automaton, self.states, self.index, self.slots)
+        g = self.generated
+        return StateBytes(self.automaton, g.states, g.index, g.slots)
 
     def load(self, blobs: Sequence[bytes | None]) -> tuple[KernelStates, np.ndarray]:
         """States from canonical bytes (None: initial) and which of them the kernel can
@@ -113,7 +109,8 @@ class Kernel:
         if kind != 1:
             return AMBIGUOUS if kind == 2 else NONE
         ints, floats = iter(result.ints[i].tolist()), iter(result.floats[i].tolist())
-        return Outcome("value", build_value(self.out_kinds[result.otype[i]], ints, floats))
+        out_kind = self.generated.out_kinds[result.otype[i]]
+        return Outcome("value", build_value(out_kind, ints, floats))
 
     def run(self, columns: Mapping[str, np.ndarray], bounds: np.ndarray, states: KernelStates,
             mode: str = "every") -> KernelRun:
@@ -129,10 +126,10 @@ class Kernel:
                              states.floats.copy())
         result = KernelRun(np.zeros(per_item, np.int8), np.zeros(per_item, np.bool_),
                            np.full(per_item, -1, np.int32),
-                           np.zeros((per_item, self.out_slots[0]), np.int64),
-                           np.zeros((per_item, self.out_slots[1]), np.float64),
+                           np.zeros((per_item, self.generated.out_slots[0]), np.int64),
+                           np.zeros((per_item, self.generated.out_slots[1]), np.float64),
                            final, np.empty(len(bounds) - 1, np.int64))
-        self.fn(*cols, bounds, *self.tables, np.ascontiguousarray(states.state, np.int32),
+        self.fn(*cols, bounds, *self.generated.tables, np.ascontiguousarray(states.state, np.int32),
                 final.ints, final.floats, MODES[mode], result.kind, result.same, result.otype,
                 result.ints, result.floats, final.state, result.failed)
         return result
@@ -140,13 +137,13 @@ class Kernel:
     def _check(self, bounds: np.ndarray, states: KernelStates) -> None:
         """Reject inputs that would make the kernel (which has no bounds checks) read or write
         outside its arrays."""
-        keys = len(bounds) - 1
+        keys, g = len(bounds) - 1, self.generated
         if keys < 0 or bounds[0] != 0 or (np.diff(bounds) < 0).any():
             raise ValueError("bounds must start at 0 and never decrease")
-        if (len(states.state) != keys or states.ints.shape != (keys, self.slots[0])
-                or states.floats.shape != (keys, self.slots[1])):
+        if (len(states.state) != keys or states.ints.shape != (keys, g.slots[0])
+                or states.floats.shape != (keys, g.slots[1])):
             raise ValueError(f"states must hold {keys} rows of this kernel's register slots")
-        if keys and not (states.state.min() >= 0 and states.state.max() < len(self.states)):
+        if keys and not (states.state.min() >= 0 and states.state.max() < len(g.states)):
             raise ValueError("states hold a state number this kernel does not have")
 
     @staticmethod
@@ -213,9 +210,7 @@ def _compile(term: Term, fields: tuple[str, ...], kinds: tuple[str, ...]) -> Ker
     generated = generate(automaton, fields, kinds)
     if isinstance(generated, str):
         return generated
-    return Kernel(automaton, fields, kinds, generated.states, generated.index,
-                  generated.out_kinds, generated.slots, generated.out_slots, generated.tables,
-                  generated.source, load_kernel_function(generated.source))
+    return Kernel(automaton, fields, kinds, generated, load_kernel_function(generated.source))
 
 
 def kernel_for(query: Term | str, kinds: Mapping[str, str] | None = None) -> Kernel | None:
