@@ -109,37 +109,44 @@ def _merge_boxes(operands: list[Pred]) -> list[Pred]:
     return operands
 
 
-def conjoin(*operands: Pred) -> Pred:
-    """The simplified AND of ``operands`` (TRUE when there are none)."""
-    flat = [p for p in _flatten(And, operands) if p != TRUE]
-    if any(p == FALSE for p in flat):
-        return FALSE
-    merged = _merge_atoms(flat, conjunction=True)
+def _operands(kind: type[And] | type[Or], operands: Iterable[Pred]) -> list[Pred] | Const:
+    """The operands of an AND or OR (``kind``) flattened, one atom per column, deduplicated
+    and sorted; or the constant the whole reduces to."""
+    conjunction = kind is And
+    unit, zero = (TRUE, FALSE) if conjunction else (FALSE, TRUE)
+    flat = [p for p in _flatten(kind, operands) if p != unit]
+    if any(p == zero for p in flat):
+        return zero
+    merged = _merge_atoms(flat, conjunction=conjunction)
     if isinstance(merged, Const):
         return merged
-    unique = sorted(set(merged), key=sort_key)
-    unique = _absorb(unique, conjunction=True)
+    return sorted(set(merged), key=sort_key)
+
+
+def _junction(kind: type[And] | type[Or], unique: list[Pred]) -> Pred:
+    """The AND or OR (``kind``) of the sorted ``unique`` operands without the redundant ones."""
+    conjunction = kind is And
+    unique = _absorb(unique, conjunction=conjunction)
     if not unique:
-        return TRUE
-    return unique[0] if len(unique) == 1 else And(tuple(sorted(unique, key=sort_key)))
+        return TRUE if conjunction else FALSE
+    return unique[0] if len(unique) == 1 else kind(tuple(sorted(unique, key=sort_key)))
+
+
+def conjoin(*operands: Pred) -> Pred:
+    """The simplified AND of ``operands`` (TRUE when there are none)."""
+    unique = _operands(And, operands)
+    return unique if isinstance(unique, Const) else _junction(And, unique)
 
 
 def disjoin(*operands: Pred) -> Pred:
     """The simplified OR of ``operands`` (FALSE when there are none)."""
-    flat = [p for p in _flatten(Or, operands) if p != FALSE]
-    if any(p == TRUE for p in flat):
-        return TRUE
-    merged = _merge_atoms(flat, conjunction=False)
-    if isinstance(merged, Const):
-        return merged
-    unique = sorted(set(merged), key=sort_key)
+    unique = _operands(Or, operands)
+    if isinstance(unique, Const):
+        return unique
     boxes = _merge_boxes(unique) if len(unique) <= ABSORB_LIMIT else unique
     if len(boxes) < len(unique):
         return disjoin(*boxes)
-    unique = _absorb(unique, conjunction=False)
-    if not unique:
-        return FALSE
-    return unique[0] if len(unique) == 1 else Or(tuple(sorted(unique, key=sort_key)))
+    return _junction(Or, unique)
 
 
 def implies(p: Pred, q: Pred) -> bool:
