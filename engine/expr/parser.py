@@ -14,7 +14,7 @@ deep (a chain of 100 ``+`` is 100 levels).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .lexer import TokenStream
@@ -80,12 +80,16 @@ class ExprParser:
         return tree
 
     def _not(self) -> Tree:
+        return self._prefixed("not", "not", self._cmp)
+
+    def _prefixed(self, word: str, tag: str, operand: Callable[[], Tree]) -> Tree:
+        """``operand`` under every leading ``word``, each one a ``(tag, tree)`` node."""
         count = 0
-        while self.s.accept("not"):
+        while self.s.accept(word):
             count += 1
-        tree = self._cmp()
+        tree = operand()
         for _ in range(min(count, MAX_DEPTH + 1)):  # deeper is rejected anyway
-            tree = ("not", tree)
+            tree = (tag, tree)
         return tree
 
     def _cmp(self) -> Tree:
@@ -109,13 +113,7 @@ class ExprParser:
         return tree
 
     def _unary(self) -> Tree:
-        count = 0
-        while self.s.accept("-"):
-            count += 1
-        tree = self._postfix()
-        for _ in range(min(count, MAX_DEPTH + 1)):  # deeper is rejected anyway
-            tree = ("neg", tree)
-        return tree
+        return self._prefixed("-", "neg", self._postfix)
 
     def _postfix(self) -> Tree:
         tree = self._primary()
