@@ -7,31 +7,15 @@ in the environment.
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 
-from engine.catalog import load_catalog
+from crash_replay import dying_replay  # beside this script, which runs as a file
+
 from jobs.continuation import continue_query
-from jobs.replay import Replay
-from jobs.settings import load_settings
-from jobs.spark import get_spark
-from jobs.storage import open_storage
-from jobs.warehouse import Warehouse
 
 
 def main(warehouse: str, query: str, run_id: str, batch: str) -> None:
-    settings = load_settings()
-    spark = get_spark(settings=settings)
-
-    def die_before_manifest(run: str, group: list[int]) -> None:
-        if run == run_id and int(batch) in group:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    replay = Replay(spark, open_storage(spark, settings=settings), Warehouse.at(warehouse),
-                    load_catalog(settings.catalog), settings=settings,
-                    before_manifest=die_before_manifest)
-    continue_query(replay, query, run_id=run_id)
+    continue_query(dying_replay(warehouse, run_id, batch), query, run_id=run_id)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ from jobs.storage import open_storage
 from jobs.warehouse import Warehouse
 
 
-def main(warehouse: str, query: str, plan: str, run_id: str, batch: str) -> None:
+def dying_replay(warehouse: str, run_id: str, batch: str) -> Replay:
+    """A replay on ``warehouse`` that kills its own process after the table commits of run
+    ``run_id``'s Spark job holding ``batch`` and before that job's manifest commit."""
     settings = load_settings()
     spark = get_spark(settings=settings)
 
@@ -27,9 +29,13 @@ def main(warehouse: str, query: str, plan: str, run_id: str, batch: str) -> None
         if run == run_id and int(batch) in group:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    replay = Replay(spark, open_storage(spark, settings=settings), Warehouse.at(warehouse),
-                    load_catalog(settings.catalog), settings=settings,
-                    before_manifest=die_before_manifest)
+    return Replay(spark, open_storage(spark, settings=settings), Warehouse.at(warehouse),
+                  load_catalog(settings.catalog), settings=settings,
+                  before_manifest=die_before_manifest)
+
+
+def main(warehouse: str, query: str, plan: str, run_id: str, batch: str) -> None:
+    replay = dying_replay(warehouse, run_id, batch)
     replay.run(replay.prepare(query, plan=plan, run_id=run_id))
 
 
