@@ -106,11 +106,10 @@ class IsNull(Pred):
 
 
 @dataclass(frozen=True, eq=True)
-class And(Pred):
-    operands: tuple[Pred, ...]
+class Junction(Pred):
+    """An :class:`And` or :class:`Or` node over its (sorted) operands."""
 
-    def _sql(self) -> str:
-        return " AND ".join(f"({o.sql})" if isinstance(o, Or) else o.sql for o in self.operands)
+    operands: tuple[Pred, ...]
 
     @cached_property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
@@ -118,15 +117,15 @@ class And(Pred):
 
 
 @dataclass(frozen=True, eq=True)
-class Or(Pred):
-    operands: tuple[Pred, ...]
+class And(Junction):
+    def _sql(self) -> str:
+        return " AND ".join(f"({o.sql})" if isinstance(o, Or) else o.sql for o in self.operands)
 
+
+@dataclass(frozen=True, eq=True)
+class Or(Junction):
     def _sql(self) -> str:
         return " OR ".join(f"({o.sql})" if isinstance(o, And) else o.sql for o in self.operands)
-
-    @cached_property
-    def columns(self) -> frozenset[str]:  # type: ignore[override]
-        return frozenset().union(*(o.columns for o in self.operands))
 
 
 def in_set(column: str, ctype: str, values: V.ValueSet) -> Pred:

@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import values as V
-from .form import FALSE, TRUE, And, Const, InSet, IsNull, Or, Pred, in_set, sort_key
+from .form import FALSE, TRUE, And, Const, InSet, IsNull, Junction, Or, Pred, in_set, sort_key
 
 #: Operand count above which absorption and box merging between operands are skipped (they
 #: are quadratic or worse); the result is still correct, only less simplified.
 ABSORB_LIMIT = 64
 
 
-def _flatten(kind: type, operands: Iterable[Pred]) -> list[Pred]:
+def _flatten(kind: type[Junction], operands: Iterable[Pred]) -> list[Pred]:
     out: list[Pred] = []
     for p in operands:
-        out.extend(p.operands if isinstance(p, kind) else (p,))  # type: ignore[attr-defined]
+        out.extend(p.operands if isinstance(p, kind) else (p,))
     return out
 
 
