@@ -103,7 +103,8 @@ def launch_and_wait(port: int) -> str:
                            {"path": ["replays", "vitals_hr_1m"]}],
         "assetCheckSelection": [
             {"assetKey": {"path": ["replays", "vitals_hr_1m"]}, "name": check}
-            for check in ("matches_reference", "quality", "manifest_reconciles")]},
+            for check in ("matches_reference", "quality", "manifest_reconciles",
+                          "equals_standalone")]},
         "runConfigData": {}}
     launched = graphql(port, LAUNCH, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
@@ -140,7 +141,7 @@ def test_asset_graph_in_browser_and_run_launched_over_graphql(webserver, tmp_pat
         dismiss_welcome(page)
         for name in ("vitals", "vitals_hr_1m"):  # the recording asset and its replay asset
             page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
-        page.get_by_text("3 / 3 Passed").first.wait_for(timeout=60_000)
+        page.get_by_text("4 / 4 Passed").first.wait_for(timeout=60_000)
         page.screenshot(path=str(shot))
         browser.close()
     assert shot.stat().st_size > 10_000
