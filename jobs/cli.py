@@ -212,9 +212,10 @@ def replay(
         from .shared_plan import one_recording
         from .shared_run import replay_queries
 
-        if run_id is not None or cont:
-            _fail(f"{'--run-id' if run_id is not None else '--continue'} takes one query; "
-                  "replay several queries without it")
+        if run_id is not None:
+            _fail("--run-id names the run of one query; replay several queries without it")
+        if cont:
+            _fail("--continue extends the run of one query; continue queries one at a time")
         if not no_share:
             one_recording(ctx.catalog, queries)  # before Spark starts
         for info, manifest in replay_queries(ctx.replay(), queries, plan, version, not no_share,
