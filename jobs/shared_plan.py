@@ -117,8 +117,10 @@ def plan_text(plan: SharedPlan) -> list[str]:
                f"pane group {residual['pane_group']} ({residual['panes_per_window']} panes per "
                f"window, {residual['panes_per_slide']} per slide)")
         having = f", having {residual['having']}" if residual["having"] else ""
+        mine = estimates["queries"][name]
         lines.append(f"{name}: cluster {residual['cluster']}, where {residual['where']}, "
-                     f"{how}{having}; selectivity ~{estimates['selectivity'][name]:.3f}")
+                     f"{how}{having}; selectivity ~{mine['selectivity']:.3f}, cost alone "
+                     f"{mine['alone']:,}, added to its cluster {mine['in_cluster']:,}")
     counters = doc["counters"]
     lines.append(f"estimates over {estimates['rows']:,} rows: rows read "
                  f"{estimates['rows_read']['shared']:,} shared vs "
