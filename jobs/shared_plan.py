@@ -40,16 +40,28 @@ def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
     return queries
 
 
+def on_its_own(query: QuerySpec) -> str | None:
+    """Why ``query`` is replayed on its own beside a shared run (None: it can share a scan)."""
+    if not family_of(query.kind, query.source).single_input:
+        return "an spj query reads merged recordings, which a scan of one recording does not give"
+    if query.derived:
+        return ("its derived columns (derive:, or the constant key of key: none) are computed "
+                "by Spark, not by the shared scan")
+    return None
+
+
 def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
-    """The planner's view of each named query; they must read one recording (else the error
-    says which recording each reads) and be named once."""
+    """The planner's view of each named query that can share a scan (see :func:`on_its_own`);
+    the queries must read one recording (else the error says which recording each reads) and
+    be named once."""
     if not names:
         raise SharingError("name at least one query")
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise SharingError(f"queries named more than once: {', '.join(twice)}")
     queries = one_recording(catalog, names)
-    return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries]
+    return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries
+            if on_its_own(q) is None]
 
 
 def _data_files(path: str) -> list[tuple[str, int]]:
@@ -91,15 +103,22 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
 def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> SharedPlan:
     """The shared plan of the named queries over their recording's statistics."""
     views = sharing_views(catalog, names)
-    recording = views[0].recording
+    if not views:
+        raise SharingError(f"none of {', '.join(names)} can share a scan: "
+                           + "; ".join(f"{n}: {on_its_own(catalog.query(n))}" for n in names))
     columns = {c for v in views for c in v.columns}
-    return plan_queries(views, recording_statistics(warehouse, recording, columns))
+    return plan_queries(views, recording_statistics(warehouse, views[0].recording, columns))
 
 
-def plan_text(plan: SharedPlan) -> list[str]:
-    """The plan as lines a person reads: clusters (W, columns, pane groups), residuals, the
-    plan hash and the cost model's estimates."""
-    doc = plan.to_json()
+def plan_json(catalog: Catalog, plan: SharedPlan, names: list[str]) -> dict:
+    """``plan.to_json()`` and ``on_its_own``: the named queries left out of it, with why."""
+    alone = {n: why for n in names if (why := on_its_own(catalog.query(n))) is not None}
+    return {**plan.to_json(), "on_its_own": alone}
+
+
+def plan_text(doc: dict) -> list[str]:
+    """The plan (:func:`plan_json`) as lines a person reads: clusters (W, columns, pane
+    groups), residuals, the queries on their own, the plan hash and the estimates."""
     lines = [f"plan {doc['plan_hash'][:16]} ({len(doc['clusters'])} scan(s) for "
              f"{len(doc['residuals'])} queries)"]
     estimates = doc["estimates"]
@@ -121,6 +140,7 @@ def plan_text(plan: SharedPlan) -> list[str]:
         lines.append(f"{name}: cluster {residual['cluster']}, where {residual['where']}, "
                      f"{how}{having}; selectivity ~{mine['selectivity']:.3f}, cost alone "
                      f"{mine['alone']:,}, added to its cluster {mine['in_cluster']:,}")
+    lines += [f"{name}: on its own: {why}" for name, why in doc["on_its_own"].items()]
     counters = doc["counters"]
     lines.append(f"estimates over {estimates['rows']:,} rows: rows read "
                  f"{estimates['rows_read']['shared']:,} shared vs "
