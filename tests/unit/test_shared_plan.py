@@ -118,3 +118,27 @@ def test_replay_of_several_queries_refuses_one_run_id():
     result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "vitals_low_spo2", "--run-id",
                                       "x", "--catalog", str(SCHEMAS)])
     assert result.exit_code == 1 and "--run-id names the run of one query" in result.output
+
+
+def test_runs_that_cannot_share_are_all_replayed_on_their_own(tmp_path):
+    from types import SimpleNamespace
+
+    from engine.catalog import load_catalog
+    from jobs.replay import RunInfo
+    from jobs.shared_run import SharedReplay
+
+    schemas, warehouse = setup(tmp_path)
+    catalog = load_catalog(schemas)
+
+    def info(query: str, exchange: str) -> RunInfo:
+        return RunInfo(run_id=f"{query}-run", query=query, fingerprint="f", recording="ev",
+                       input_path="", input_version=3, plan="commit", cuts=[0, 400], files=[],
+                       buckets=2, operator="op", exchange=exchange)
+
+    runner = SharedReplay(SimpleNamespace(catalog=catalog, warehouse=Warehouse(warehouse)))
+    derived = [info("g", "spark"), info("ev_d", "spark")]
+    assert runner.plan(derived) == (None, derived)
+    mixed = [info("s1", "direct"), info("w1", "spark"), info("w2", "direct")]
+    plan, alone = runner.plan(mixed)
+    assert plan is not None and sorted(v.name for v in plan.views) == ["s1", "w2"]
+    assert alone == [mixed[1]]
