@@ -350,12 +350,12 @@ def plan(
 
     settings = load_settings()
     cat = _catalog(settings, catalog)
-    doc = plan_json(cat, shared_plan(cat, Warehouse.at(warehouse or settings.warehouse),
-                                     queries), queries)
+    result = shared_plan(cat, Warehouse.at(warehouse or settings.warehouse), queries)
+    doc = plan_json(cat, result, queries)
     if as_json:
         print(json.dumps(doc, indent=1))
         return
-    for line in plan_text(doc):
+    for line in plan_text(result, doc["on_its_own"]):
         console.print(line, highlight=False, soft_wrap=True)
 
 

@@ -116,41 +116,8 @@ def plan_json(catalog: Catalog, plan: SharedPlan, names: list[str]) -> dict:
     return {**plan.to_json(), "on_its_own": alone}
 
 
-def plan_text(doc: dict) -> list[str]:
-    """The plan (:func:`plan_json`) as lines a person reads: clusters (W, columns, pane
-    groups), residuals, the queries on their own, the plan hash and the estimates."""
-    lines = [f"plan {doc['plan_hash'][:16]} ({len(doc['clusters'])} scan(s) for "
-             f"{len(doc['residuals'])} queries)"]
-    estimates = doc["estimates"]
-    for i, (cluster, est) in enumerate(zip(doc["clusters"], estimates["clusters"],
-                                           strict=True)):
-        lines.append(f"cluster {i}: {', '.join(cluster['queries'])}")
-        lines.append(f"  where (W): {cluster['where']}   selectivity ~{est['selectivity']:.3f}")
-        lines.append(f"  columns: {', '.join(cluster['columns'])}")
-        for j, group in enumerate(cluster["pane_groups"]):
-            lines.append(f"  pane group {j}: {', '.join(group['queries'])}: {group['kind']} "
-                         f"panes of {group['pane']} per {group['key'] or 'whole recording'}, "
-                         f"where {group['where']}, states {', '.join(group['states'])}")
-    for name, residual in doc["residuals"].items():
-        how = ("its own operator" if residual["operator"] == "own" else
-               f"pane group {residual['pane_group']} ({residual['panes_per_window']} panes per "
-               f"window, {residual['panes_per_slide']} per slide)")
-        having = f", having {residual['having']}" if residual["having"] else ""
-        mine = estimates["queries"][name]
-        lines.append(f"{name}: cluster {residual['cluster']}, where {residual['where']}, "
-                     f"{how}{having}; selectivity ~{mine['selectivity']:.3f}, cost alone "
-                     f"{mine['alone']:,}, added to its cluster {mine['in_cluster']:,}")
-    lines += [f"{name}: on its own: {why}" for name, why in doc["on_its_own"].items()]
-    counters = doc["counters"]
-    lines.append(f"estimates over {estimates['rows']:,} rows: rows read "
-                 f"{estimates['rows_read']['shared']:,} shared vs "
-                 f"{estimates['rows_read']['standalone']:,} standalone; rows entering the "
-                 f"queries {estimates['rows_entering_queries']['shared']:,} vs "
-                 f"{estimates['rows_entering_queries']['standalone']:,}; cost "
-                 f"{estimates['cost']['shared']:,} vs {estimates['cost']['standalone']:,}")
-    lines.append(f"served: {counters['match']} match, {counters['merge']} merge (widened), "
-                 f"{counters['alone']} alone; sharing with MATCH only: "
-                 f"{counters['shared_match_only']}, with widening: "
-                 f"{counters['shared_with_widening']}")
-    lines.append(f"plan hash {doc['plan_hash']}")
-    return lines
+def plan_text(plan: SharedPlan, on_its_own_: dict[str, str]) -> list[str]:
+    """The plan as lines a person reads (:meth:`SharedPlan.describe`: clusters, pane groups,
+    residuals, estimates, hash), then the queries replayed on their own and why."""
+    return [*plan.describe().splitlines(),
+            *(f"{name}: on its own: {why}" for name, why in on_its_own_.items())]
