@@ -367,16 +367,17 @@ def plan(
     """Show how queries on one recording share a replay: clusters, panes, residuals, costs."""
     import json
 
-    from .shared_plan import plan_text, shared_plan
+    from .shared_plan import plan_json, plan_text, shared_plan
     from .warehouse import Warehouse
 
     settings = load_settings()
-    result = shared_plan(_catalog(settings, catalog),
-                         Warehouse.at(warehouse or settings.warehouse), queries)
+    cat = _catalog(settings, catalog)
+    result = shared_plan(cat, Warehouse.at(warehouse or settings.warehouse), queries)
+    doc = plan_json(cat, result, queries)
     if as_json:
-        print(json.dumps(result.to_json(), indent=1))
+        print(json.dumps(doc, indent=1))
         return
-    for line in plan_text(result):
+    for line in plan_text(result, doc["on_its_own"]):
         console.print(line, highlight=False, soft_wrap=True)
 
 

@@ -40,16 +40,28 @@ def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
     return queries
 
 
+def on_its_own(query: QuerySpec) -> str | None:
+    """Why ``query`` is replayed on its own beside a shared run (None: it can share a scan)."""
+    if not family_of(query.kind, query.source).single_input:
+        return "an spj query reads merged recordings, which a scan of one recording does not give"
+    if query.derived:
+        return ("its derived columns (derive:, or the constant key of key: none) are computed "
+                "by Spark, not by the shared scan")
+    return None
+
+
 def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
-    """The planner's view of each named query; they must read one recording (else the error
-    says which recording each reads) and be named once."""
+    """The planner's view of each named query that can share a scan (see :func:`on_its_own`);
+    the queries must read one recording (else the error says which recording each reads) and
+    be named once."""
     if not names:
         raise SharingError("name at least one query")
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise SharingError(f"queries named more than once: {', '.join(twice)}")
     queries = one_recording(catalog, names)
-    return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries]
+    return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries
+            if on_its_own(q) is None]
 
 
 def _data_files(path: str) -> list[tuple[str, int]]:
@@ -91,44 +103,21 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
 def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> SharedPlan:
     """The shared plan of the named queries over their recording's statistics."""
     views = sharing_views(catalog, names)
-    recording = views[0].recording
+    if not views:
+        raise SharingError(f"none of {', '.join(names)} can share a scan: "
+                           + "; ".join(f"{n}: {on_its_own(catalog.query(n))}" for n in names))
     columns = {c for v in views for c in v.columns}
-    return plan_queries(views, recording_statistics(warehouse, recording, columns))
+    return plan_queries(views, recording_statistics(warehouse, views[0].recording, columns))
 
 
-def plan_text(plan: SharedPlan) -> list[str]:
-    """The plan as lines a person reads: clusters (W, columns, pane groups), residuals, the
-    plan hash and the cost model's estimates."""
-    doc = plan.to_json()
-    lines = [f"plan {doc['plan_hash'][:16]} ({len(doc['clusters'])} scan(s) for "
-             f"{len(doc['residuals'])} queries)"]
-    estimates = doc["estimates"]
-    for i, (cluster, est) in enumerate(zip(doc["clusters"], estimates["clusters"],
-                                           strict=True)):
-        lines.append(f"cluster {i}: {', '.join(cluster['queries'])}")
-        lines.append(f"  where (W): {cluster['where']}   selectivity ~{est['selectivity']:.3f}")
-        lines.append(f"  columns: {', '.join(cluster['columns'])}")
-        for j, group in enumerate(cluster["pane_groups"]):
-            lines.append(f"  pane group {j}: {', '.join(group['queries'])}: {group['kind']} "
-                         f"panes of {group['pane']} per {group['key'] or 'whole recording'}, "
-                         f"where {group['where']}, states {', '.join(group['states'])}")
-    for name, residual in doc["residuals"].items():
-        how = ("its own operator" if residual["operator"] == "own" else
-               f"pane group {residual['pane_group']} ({residual['panes_per_window']} panes per "
-               f"window, {residual['panes_per_slide']} per slide)")
-        having = f", having {residual['having']}" if residual["having"] else ""
-        lines.append(f"{name}: cluster {residual['cluster']}, where {residual['where']}, "
-                     f"{how}{having}; selectivity ~{estimates['selectivity'][name]:.3f}")
-    counters = doc["counters"]
-    lines.append(f"estimates over {estimates['rows']:,} rows: rows read "
-                 f"{estimates['rows_read']['shared']:,} shared vs "
-                 f"{estimates['rows_read']['standalone']:,} standalone; rows entering the "
-                 f"queries {estimates['rows_entering_queries']['shared']:,} vs "
-                 f"{estimates['rows_entering_queries']['standalone']:,}; cost "
-                 f"{estimates['cost']['shared']:,} vs {estimates['cost']['standalone']:,}")
-    lines.append(f"served: {counters['match']} match, {counters['merge']} merge (widened), "
-                 f"{counters['alone']} alone; sharing with MATCH only: "
-                 f"{counters['shared_match_only']}, with widening: "
-                 f"{counters['shared_with_widening']}")
-    lines.append(f"plan hash {doc['plan_hash']}")
-    return lines
+def plan_json(catalog: Catalog, plan: SharedPlan, names: list[str]) -> dict:
+    """``plan.to_json()`` and ``on_its_own``: the named queries left out of it, with why."""
+    alone = {n: why for n in names if (why := on_its_own(catalog.query(n))) is not None}
+    return {**plan.to_json(), "on_its_own": alone}
+
+
+def plan_text(plan: SharedPlan, on_its_own_: dict[str, str]) -> list[str]:
+    """The plan as lines a person reads (:meth:`SharedPlan.describe`: clusters, pane groups,
+    residuals, estimates, hash), then the queries replayed on their own and why."""
+    return [*plan.describe().splitlines(),
+            *(f"{name}: on its own: {why}" for name, why in on_its_own_.items())]

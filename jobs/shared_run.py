@@ -34,7 +34,6 @@ from engine.catalog import QuerySpec
 from engine.filtered import FilteredOperator
 from engine.operator import SEQ, TIME, exact_pandas
 from engine.predicate import TRUE, Pred
-from engine.registry import family_of
 from engine.sharing import SharedPlan
 
 from .arrival import overlapping
@@ -54,7 +53,7 @@ from .replay import BatchReport, Replay, _meta
 from .run_info import MANIFEST_SCHEMA, RunInfo
 from .run_lock import run_lock
 from .runs import resume_note
-from .shared_plan import one_recording, shared_plan
+from .shared_plan import on_its_own, one_recording, shared_plan
 from .storage import LiveFile, Txn
 
 QUERY = "__query"
@@ -71,10 +70,9 @@ class Member:
 
 
 def sharable(info: RunInfo, query: QuerySpec) -> bool:
-    """Whether run ``info`` of ``query`` can join a shared scan: a single-input family, no
-    derived columns, read with the direct exchange."""
-    return (info.exchange == "direct" and not query.derived
-            and family_of(query.kind, query.source).single_input)
+    """Whether run ``info`` of ``query`` can join a shared scan: a query that can share
+    (:func:`~jobs.shared_plan.on_its_own`), read with the direct exchange."""
+    return info.exchange == "direct" and on_its_own(query) is None
 
 
 def _scan_of(info: RunInfo) -> tuple:

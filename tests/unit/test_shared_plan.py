@@ -50,20 +50,20 @@ def run(schemas: Path, warehouse: Path, *args: str):
 
 def test_plan_json_has_the_fields_of_the_issue_and_is_order_independent(tmp_path):
     schemas, warehouse = setup(tmp_path)
-    result = run(schemas, warehouse, "s1", "w1", "w2", "g", "ev_q", "--json")
+    result = run(schemas, warehouse, "s1", "w1", "w2", "ev_q", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert isinstance(doc["plan_hash"], str) and len(doc["plan_hash"]) == 64
     assert sorted(q for c in doc["clusters"] for q in c["queries"]) == \
-        ["ev_q", "g", "s1", "w1", "w2"]
+        ["ev_q", "s1", "w1", "w2"]
     for cluster in doc["clusters"]:
         assert {"queries", "where", "columns", "pane_groups"} <= set(cluster)
         for group in cluster["pane_groups"]:
             assert {"queries", "pane"} <= set(group)
-    assert set(doc["residuals"]) == {"ev_q", "g", "s1", "w1", "w2"}
+    assert set(doc["residuals"]) == {"ev_q", "s1", "w1", "w2"}
     assert doc["residuals"]["w2"]["having"] == "n >= 3"  # having stays residual
     assert doc["estimates"]["rows"] == 400
-    again = json.loads(run(schemas, warehouse, "ev_q", "g", "w2", "w1", "s1", "--json").output)
+    again = json.loads(run(schemas, warehouse, "ev_q", "w2", "w1", "s1", "--json").output)
     assert again["plan_hash"] == doc["plan_hash"]
 
 
@@ -84,11 +84,18 @@ def test_queries_on_different_recordings_say_which_each_reads():
     assert "vitals_hr_1m reads vitals" in result.output and "ads_10s reads ads" in result.output
 
 
-def test_an_spj_query_is_refused_naming_its_file():
-    result = CliRunner().invoke(app, ["plan", "vitals_spo2_histogram", "--catalog",
-                                      str(SCHEMAS)])
-    assert result.exit_code == 1 and "vitals_spo2_histogram.yaml: field 'inputs'" in \
-        result.output
+def test_spj_and_derived_column_queries_stand_alone_and_say_why(tmp_path):
+    schemas, warehouse = setup(tmp_path)
+    result = run(schemas, warehouse, "s1", "w1", "g", "ev_d", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert set(doc["on_its_own"]) == {"g", "ev_d"}  # key: none and derive: are derived columns
+    assert sorted(doc["residuals"]) == ["s1", "w1"]
+    text = run(schemas, warehouse, "s1", "w1", "g").output
+    assert "g: on its own: its derived columns" in text
+    alone = CliRunner().invoke(app, ["plan", "vitals_spo2_histogram", "--catalog",
+                                     str(SCHEMAS)])
+    assert alone.exit_code == 1 and "vitals_spo2_histogram: an spj query" in alone.output
 
 
 def test_statistics_count_the_snapshot_and_sample_its_first_rows(tmp_path):
@@ -111,3 +118,27 @@ def test_replay_of_several_queries_refuses_one_run_id():
     result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "vitals_low_spo2", "--run-id",
                                       "x", "--catalog", str(SCHEMAS)])
     assert result.exit_code == 1 and "--run-id names the run of one query" in result.output
+
+
+def test_runs_that_cannot_share_are_all_replayed_on_their_own(tmp_path):
+    from types import SimpleNamespace
+
+    from engine.catalog import load_catalog
+    from jobs.replay import RunInfo
+    from jobs.shared_run import SharedReplay
+
+    schemas, warehouse = setup(tmp_path)
+    catalog = load_catalog(schemas)
+
+    def info(query: str, exchange: str) -> RunInfo:
+        return RunInfo(run_id=f"{query}-run", query=query, fingerprint="f", recording="ev",
+                       input_path="", input_version=3, plan="commit", cuts=[0, 400], files=[],
+                       buckets=2, operator="op", exchange=exchange)
+
+    runner = SharedReplay(SimpleNamespace(catalog=catalog, warehouse=Warehouse(warehouse)))
+    derived = [info("g", "spark"), info("ev_d", "spark")]
+    assert runner.plan(derived) == (None, derived)
+    mixed = [info("s1", "direct"), info("w1", "spark"), info("w2", "direct")]
+    plan, alone = runner.plan(mixed)
+    assert plan is not None and sorted(v.name for v in plan.views) == ["s1", "w2"]
+    assert alone == [mixed[1]]
