@@ -31,6 +31,7 @@ from .run_info import ReplayError, RunInfo, fingerprint, read_run
 from .run_lock import run_lock
 from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run
+from .shared_compare import STANDALONE_SUFFIX
 
 #: A continuation runs a Spark job of new batches only when they hold more events than this; up
 #: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
@@ -58,6 +59,8 @@ def latest_completed(replay: Replay, query: str, plan: str | None = None) -> Run
     wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
     best: tuple | None = None
     for run_id in replay.warehouse.runs():
+        if run_id.endswith(STANDALONE_SUFFIX):  # the equals_standalone check's, not the asset's
+            continue
         info = read_run(replay.warehouse, run_id)
         if info.query != query or info.fingerprint != fp or info.plan != wanted:
             continue

@@ -11,6 +11,9 @@ from .run_info import read_run
 COMPARED = ("output", "late", "quarantine")
 
 
+#: The id of the standalone replay a shared run is compared with: ``<run id>-standalone``.
+STANDALONE_SUFFIX = "-standalone"
+
 def _rows(replay: Replay, run_id: str, kind: str) -> pd.DataFrame:
     path = replay.warehouse.run_table(run_id, kind)
     if not replay.storage.exists(path):
@@ -24,7 +27,7 @@ def compare_with_standalone(replay: Replay, run_id: str) -> list[dict]:
     batch plan; resumed or reused if it exists) and list the tables whose rows differ (empty:
     the shared run equals the standalone one)."""
     info = read_run(replay.warehouse, run_id)
-    alone = replay.prepare(info.query, plan=info.plan, run_id=f"{run_id}-standalone",
+    alone = replay.prepare(info.query, plan=info.plan, run_id=f"{run_id}{STANDALONE_SUFFIX}",
                            version=info.input_version)
     replay.run(alone)
     differences = []
