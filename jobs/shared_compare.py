@@ -14,7 +14,8 @@ COMPARED = ("output", "late", "quarantine")
 #: The id of the standalone replay a shared run is compared with: ``<run id>-standalone``.
 STANDALONE_SUFFIX = "-standalone"
 
-def _rows(replay: Replay, run_id: str, kind: str) -> pd.DataFrame:
+def table_rows(replay: Replay, run_id: str, kind: str) -> pd.DataFrame:
+    """The rows of run ``run_id``'s table ``kind`` in a canonical order (empty if none)."""
     path = replay.warehouse.run_table(run_id, kind)
     if not replay.storage.exists(path):
         return pd.DataFrame()
@@ -32,7 +33,8 @@ def compare_with_standalone(replay: Replay, run_id: str) -> list[dict]:
     replay.run(alone)
     differences = []
     for kind in COMPARED:
-        shared, standalone = _rows(replay, run_id, kind), _rows(replay, alone.run_id, kind)
+        shared, standalone = (table_rows(replay, run_id, kind),
+                              table_rows(replay, alone.run_id, kind))
         if len(shared) != len(standalone) or not shared.equals(standalone):
             differences.append({"table": kind, "shared_rows": len(shared),
                                 "standalone_rows": len(standalone)})

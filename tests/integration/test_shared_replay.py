@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from engine.catalog import load_catalog
 from jobs.replay import Replay
+from jobs.shared_compare import table_rows
 from jobs.shared_run import SharedReplay
 from jobs.validate import reconcile_run, validate_run
 from jobs.warehouse import Warehouse
@@ -56,19 +57,11 @@ def setup(spark, storage, rows: int, seed: int, commits: int = 3
     return replays[0], replays[1], catalog
 
 
-def contents(replay: Replay, run_id: str, kind: str) -> pd.DataFrame:
-    path = replay.warehouse.run_table(run_id, kind)
-    if not replay.storage.exists(path):
-        return pd.DataFrame()
-    frame = replay.storage.read_arrow(path).to_pandas()
-    return frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
-
-
 def assert_same_runs(shared: Replay, alone: Replay, run_ids: list[str]) -> None:
     for run_id in run_ids:
         for kind in TABLES:
-            pd.testing.assert_frame_equal(contents(shared, run_id, kind),
-                                          contents(alone, run_id, kind), check_dtype=False)
+            pd.testing.assert_frame_equal(table_rows(shared, run_id, kind),
+                                          table_rows(alone, run_id, kind), check_dtype=False)
         counts = ["rows_in", "rows_out", "late", "quarantined"]
         assert (shared.manifest(run_id).to_pandas()[counts].values.tolist()
                 == alone.manifest(run_id).to_pandas()[counts].values.tolist())
