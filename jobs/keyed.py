@@ -81,7 +81,10 @@ def bucketed(df: DataFrame, key: str, buckets: int) -> DataFrame:
 
 
 def event_rows(events: pd.DataFrame, plan: StepPlan) -> pd.DataFrame:
-    """Events as the late/quarantine tables store them: recording columns, arrival_seq, reason."""
+    """Events as the late/quarantine tables store them: recording columns, arrival_seq, reason
+    (no events: ``events`` itself, which :func:`_write` skips)."""
+    if events.empty:
+        return events
     return pd.DataFrame({**{c: events[c].array for c in plan.recording_columns},
                          "arrival_seq": events[SEQ].array, REASON: events[REASON].array})
 

@@ -32,9 +32,10 @@ import pyarrow.parquet as pq
 
 from engine.catalog import QuerySpec
 from engine.filtered import FilteredOperator
-from engine.operator import SEQ, TIME, exact_pandas
+from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
 from engine.predicate import TRUE, Pred
 from engine.sharing import SharedPlan
+from engine.windows.pane_share import PaneShare, shareable_window, with_share
 
 from .arrival import overlapping
 from .keyed import (
@@ -67,6 +68,7 @@ class Member:
     name: str
     plan: StepPlan
     widened: Pred
+    share: PaneShare | None = None  # its pane group's shared panes (engine.windows.pane_share)
 
 
 def sharable(info: RunInfo, query: QuerySpec) -> bool:
@@ -78,6 +80,22 @@ def sharable(info: RunInfo, query: QuerySpec) -> bool:
 def _scan_of(info: RunInfo) -> tuple:
     """What runs sharing a scan agree on: pinned input, batch plan, buckets."""
     return (info.recording, info.input_version, info.cuts, info.buckets)
+
+
+def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[str, PaneShare]:
+    """Query -> the shared panes of its pane group, for the groups with at least two members
+    whose operators can take their slices from panes (time windows with exact partials: see
+    :func:`~engine.windows.pane_share.pane_shareable`; the others run their own operators)."""
+    shares = {}
+    for cluster in plan.clusters:
+        for group in cluster.pane_groups:
+            windows = {q: shareable_window(operators[q]) for q in group.queries
+                       if q in operators}
+            members = [q for q, window in windows.items() if window is not None]
+            if group.kind == "time" and len(members) > 1:
+                share = PaneShare.of(group.pane, [windows[q] for q in members])
+                shares.update(dict.fromkeys(members, share))
+    return shares
 
 
 def _read_range(files: list[dict], columns: tuple[str, ...], keys: list[str], lo: int, hi: int
@@ -106,6 +124,8 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     if not files:
         return _concat([run_bucket(m.plan, bucket, no_events(m.plan), [0] * len(steps))
                         .assign(**{QUERY: m.name}) for m in members])
+    for share in {id(m.share): m.share for m in members if m.share}.values():
+        share.reset()  # (the driver runs the buckets one after the other with these objects)
     keys = sorted({m.plan.op.key for m in members})
     table, seq = _read_range(files, first.recording_columns, keys, lo, hi)
     mine = {key: key_buckets(table.column(key), buckets) == bucket for key in keys}
@@ -120,20 +140,26 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     frame[SEQ] = seq
     ends = np.asarray([b_hi for _, _, b_hi in steps], dtype="int64")
     widened: dict[Pred, np.ndarray] = {}
+    streams: dict[tuple, tuple[pd.DataFrame, list[int]]] = {}
     out = []
     for m in members:
-        if m.widened not in widened:  # each cluster's W once per row
-            widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
         key, time_column = m.plan.op.key, m.plan.time_column
-        bucket_rows = mine[key]
-        unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
-        rows = bucket_rows & (widened[m.widened] | unplaced)
-        seen = np.diff(np.searchsorted(seq[bucket_rows], np.r_[lo, ends], side="left"))
-        events = frame.loc[rows, [*first.recording_columns, SEQ]].reset_index(drop=True)
-        events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"].array
-        if isinstance(events[key].dtype, pd.CategoricalDtype) and not m.plan.op.codes_keys:
-            events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
-        out.append(run_bucket(m.plan, bucket, events, seen.tolist()).assign(**{QUERY: m.name}))
+        values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not m.plan.op.codes_keys
+        stream = (m.widened, key, time_column, values)
+        if stream not in streams:  # each cluster's W, and its members' events, once per key
+            if m.widened not in widened:
+                widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
+            bucket_rows = mine[key]
+            unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
+            rows = bucket_rows & (widened[m.widened] | unplaced)
+            seen = np.diff(np.searchsorted(seq[bucket_rows], np.r_[lo, ends], side="left"))
+            events = frame.loc[rows, [*first.recording_columns, SEQ]].reset_index(drop=True)
+            events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"].array
+            if values:
+                events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
+            streams[stream] = events, seen.tolist()
+        events, seen = streams[stream]
+        out.append(run_bucket(m.plan, bucket, events, seen).assign(**{QUERY: m.name}))
     return _concat(out)
 
 
@@ -225,12 +251,16 @@ class SharedReplay:
         bounds = {b: (first.total, first.total) if b == first.batches else
                   (first.cuts[b], first.cuts[b + 1]) for b in group}
         attempt = uuid.uuid4().hex[:8]
+        contexts = {i.query: self.runner.context(i.query) for i in infos}
+        inner = {q: c.family.operator(c.query, c.recordings) for q, c in contexts.items()}
+        shares = pane_shares(plan, inner)
         prepared = {}
         for info in infos:
             manifest = done[info.run_id]
             version = (manifest.column("state_version")[-1].as_py() if manifest.num_rows
                        else None)
-            prepared[info.run_id] = self._member(plan, info, group, bounds, attempt, version)
+            prepared[info.run_id] = self._member(plan, info, group, bounds, attempt, version,
+                                                 inner[info.query], shares.get(info.query))
         members = [m for m, *_ in prepared.values()]
         lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
         files = overlapping(first.files, lo, hi)
@@ -247,15 +277,18 @@ class SharedReplay:
             return dict(zip([i.query for i in infos], pool.map(commit, infos), strict=True))
 
     def _member(self, plan: SharedPlan, info: RunInfo, group: list[int],
-                bounds: dict[int, tuple[int, int]], attempt: str, state_version: int | None
+                bounds: dict[int, tuple[int, int]], attempt: str, state_version: int | None,
+                inner: KeyedOperator, share: PaneShare | None
                 ) -> tuple[Member, list[LiveFile], int | None]:
         """The member of a shared job for run ``info`` (its step plan as the runner builds
-        it, its operator behind its residual predicate), its live state files and version."""
+        it: its family's operator ``inner``, fed from its pane group's ``share`` when it has
+        one, behind its residual predicate), its live state files and version."""
         runner = self.runner
         ctx = runner.context(info.query)
         cluster = plan.cluster_of(info.query)
         residual = cluster.residual(info.query).where
-        inner = ctx.family.operator(ctx.query, ctx.recordings)
+        if share is not None:
+            inner = with_share(inner, share)
         op = inner if residual == TRUE else FilteredOperator(inner, residual)
         tables = runner._tables(info)
         late_schema = op.late_schema(ctx.recording.arrow_schema())
@@ -275,7 +308,7 @@ class SharedReplay:
                              finish=group[-1] == info.batches,
                              kernel_dir=runner.settings.kernel_dir
                              and str(runner.settings.kernel_dir))
-        return Member(info.query, step_plan, cluster.where), live, state_version
+        return Member(info.query, step_plan, cluster.where, share), live, state_version
 
     def _commit(self, info: RunInfo, plan: StepPlan, group: list[int],
                 bounds: dict[int, tuple[int, int]], steps: dict[int, StepFiles],

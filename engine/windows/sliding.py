@@ -51,7 +51,7 @@ class SlidingWindow(TimeWindow):
         return emitted, take(slices, last_start + self.size > after[slices[CODE]])
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
-        slices, marks = self._split_state(state)
+        slices, marks = self.split_state(state)
         slices[CODE] = marks.code_of(slices.pop(self.key))
         return self._assemble(slices, marks.keys, marks.before - self.spec.lateness_us,
                               np.full(len(marks.keys), END_OF_INPUT), None)

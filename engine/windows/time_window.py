@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
-from ..lateness import Marks, split_batch
+from ..lateness import Arrivals, Marks, split_batch
 from ..operator import REASON, TIME, StateCodec, StepResult
 from ..ordering import order_by_code
 from .base import WindowOperator
@@ -113,7 +113,7 @@ class TimeWindow(WindowOperator):
         emitted = self._windows(take(rows, shown), ends[shown], closed[shown], marks.keys)
         return emitted, take(rows, ~closed)
 
-    def _split_state(self, state: pd.DataFrame) -> tuple[Columns, Marks]:
+    def split_state(self, state: pd.DataFrame) -> tuple[Columns, Marks]:
         """(the window rows of ``state`` with their keys, the max event time per key from its
         key rows)."""
         is_key_row = state["window_start"].to_numpy() == KEY_ROW
@@ -134,11 +134,17 @@ class TimeWindow(WindowOperator):
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         if batch.empty:
             return StepResult(state, self._empty_output(), batch.assign(**{REASON: ""}).iloc[:0])
-        rows, prior = self._split_state(state)
+        rows, prior = self.split_state(state)
         arrivals = split_batch(batch, prior, self.key, self.spec.lateness_us, self.event_columns)
+        return self.advance(rows, arrivals, self._partials(arrivals.on_time, arrivals.code))
+
+    def advance(self, rows: Columns, arrivals: Arrivals, partials: Columns) -> StepResult:
+        """The rest of a step once its batch is split (``rows``: the state's window rows with
+        their keys, from :meth:`split_state`) and its on-time events are folded into slice
+        ``partials``: merge, close windows, build the new state."""
         marks = arrivals.marks
         rows[CODE] = marks.code_of(rows.pop(self.key))
-        merged, touched = self._merge(rows, self._partials(arrivals.on_time, arrivals.code))
+        merged, touched = self._merge(rows, partials)
         emitted, kept = self._close(merged, touched, marks)
         return StepResult(self._state(marks, kept), emitted, arrivals.late)
 
@@ -146,6 +152,6 @@ class TimeWindow(WindowOperator):
                ) -> pd.DataFrame:
         """The windows of ``state`` that are each one of its slice rows (``ends``: where the
         window of each row ends), all final."""
-        rows, marks = self._split_state(state)
+        rows, marks = self.split_state(state)
         rows[CODE] = marks.code_of(rows.pop(self.key))
         return self._output([self._windows(rows, ends(rows), True, marks.keys)])

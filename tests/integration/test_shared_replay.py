@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from engine.catalog import load_catalog
 from jobs.replay import Replay
 from jobs.shared_compare import table_rows
-from jobs.shared_run import SharedReplay
+from jobs.shared_run import SharedReplay, pane_shares
 from jobs.validate import reconcile_run, validate_run
 from jobs.warehouse import Warehouse
 
@@ -33,6 +33,13 @@ QUERIES = {
     "win_s": ("name: win_s\nkind: window\ninput: ev\nlateness: 3s\nwhere: v BETWEEN 20 AND 80\n"
               "query:\n  window: {type: sliding, size: 20s, slide: 5s}\n"
               "  aggregates: {n: count(), hi: max(v), lo: min(v)}\n  having: n > 2\n"),
+    # win_t, pane_t and pane_s aggregate the same rows (one where, lateness, key) into 10 s panes
+    "pane_t": ("name: pane_t\nkind: window\ninput: ev\nlateness: 3s\nwhere: v < 60\nquery:\n"
+               "  window: {type: tumbling, size: 20s}\n"
+               "  aggregates: {n: count(), s: sum(v), hi: max(v)}\n"),
+    "pane_s": ("name: pane_s\nkind: window\ninput: ev\nlateness: 3s\nwhere: v < 60\nquery:\n"
+               "  window: {type: sliding, size: 30s, slide: 10s}\n"
+               "  aggregates: {n: count(), lo: min(v), a: avg(v)}\n  having: n > 1\n"),
     "win_c": ("name: win_c\nkind: window\ninput: ev\nlateness: 3s\nwhere: v >= 10\nquery:\n"
               "  window: {type: count, size: 4, every: 2}\n"
               "  aggregates: {n: count(), s: sum(v)}\n"),
@@ -85,6 +92,27 @@ def test_shared_replay_equals_standalone_runs_and_reference(spark, storage):
         report = validate_run(shared, catalog, run_id)
         assert report.ok, (run_id, report.diff, report.late_mismatch)
         assert reconcile_run(shared, run_id).ok
+
+
+def test_a_pane_group_aggregates_its_panes_once_and_each_query_gets_its_own_tables(
+        spark, storage):
+    shared, alone, _ = setup(spark, storage, 300, seed=5)
+    names = ["win_t", "pane_t", "pane_s", "sel_lo"]
+    runner = SharedReplay(shared)
+    infos = runner.prepare(names, plan="rows:37")
+    plan, _ = runner.plan(infos)
+    assert plan is not None
+    groups = [g for c in plan.clusters for g in c.pane_groups]
+    assert [(g.queries, g.pane) for g in groups] == [(("pane_s", "pane_t", "win_t"), 10_000_000)]
+    operators = {n: shared.context(n).family.operator(shared.context(n).query,
+                                                      shared.catalog.recordings) for n in names}
+    shares = pane_shares(plan, operators)
+    assert sorted(shares) == ["pane_s", "pane_t", "win_t"]
+    assert len({id(s) for s in shares.values()}) == 1
+    runner.run(infos)
+    for name in names:
+        alone.run(alone.prepare(name, plan="rows:37"))
+    assert_same_runs(shared, alone, [i.run_id for i in infos])
 
 
 @settings(max_examples=3, deadline=None, derandomize=True,
