@@ -4,7 +4,7 @@ The workload is like the stream-sharing report's experiment, on the vitals recor
 1M events, 1000 patients, 10 commits, one batch per commit): seeded random select queries
 (random column subsets, random AND/OR range predicates on heart_rate and spo2) and window
 queries (tumbling and sliding windows of different sizes and slides, decomposable aggregates,
-each behind its own random predicate). Both sides run in the same process and Spark session
+like dashboard panels each behind one of three common filters, so windows can share panes). Both sides run in the same process and Spark session
 after one untimed warm-up replay; the standalone runs one after another, each reading the
 recording. Prints wall times, rows read, rows entering the per-query operators and how many
 queries a shared intermediate serves with MATCH only vs with widening.
@@ -49,14 +49,19 @@ def predicate(rng: random.Random) -> str:
     return text
 
 
+#: The filters of the window queries (dashboard panels over a few common pre-selections).
+PANEL_FILTERS = [None, "spo2 < 95", "heart_rate >= 100"]
+
+
 def workload(count: int, seed: int = 7) -> dict[str, str]:
-    """``count`` query files (name -> YAML): two thirds windows, one third selects."""
+    """``count`` query files (name -> YAML): one third selects, each behind its own random
+    predicate; two thirds windows, each behind one of :data:`PANEL_FILTERS`."""
     rng = random.Random(seed)
     queries = {}
     for i in range(count):
         name = f"q{i:02d}"
-        where = predicate(rng)
         if i % 3 == 2:
+            where = predicate(rng)
             columns = sorted(rng.sample(COLUMNS, rng.randint(1, len(COLUMNS))))
             queries[name] = (f"name: {name}\nkind: select\ninput: vitals\nwhere: \"{where}\"\n"
                              f"query:\n  columns: [{', '.join(columns)}]\n")
@@ -68,8 +73,10 @@ def workload(count: int, seed: int = 7) -> dict[str, str]:
         aggregates = ["n: count()", *rng.sample(
             ["hr_avg: avg(heart_rate)", "hr_max: max(heart_rate)", "spo2_min: min(spo2)",
              "hr_sum: sum(heart_rate)", "spo2_n: count(spo2)"], 2)]
+        panel = rng.choice(PANEL_FILTERS)
         queries[name] = (f"name: {name}\nkind: window\ninput: vitals\nlateness: 10s\n"
-                         f"where: \"{where}\"\nquery:\n  window: {window}\n"
+                         + (f"where: \"{panel}\"\n" if panel else "")
+                         + f"query:\n  window: {window}\n"
                          f"  aggregates: {{{', '.join(aggregates)}}}\n")
     return queries
 
@@ -119,6 +126,8 @@ def main() -> None:
         "events": args.events, "queries": len(names), "master": args.master,
         "clusters": len(plan.clusters),
         "pane_groups": sum(len(c.pane_groups) for c in plan.clusters),
+        "queries_sharing_panes": sum(len(g.queries) for c in plan.clusters
+                                     for g in c.pane_groups),
         "shared_s": round(shared_s, 1), "standalone_s": round(standalone_s, 1),
         "speedup": round(standalone_s / shared_s, 2),
         "rows_read": {"shared": n, "standalone": n * len(names)},  # one physical read

@@ -10,9 +10,9 @@ Events without key or time reach every query regardless of W: a query quarantine
 standalone run does.
 
 Queries that cannot share (derived columns, multi-input, a run made with the Spark exchange, or
-a batch plan other than the others') are replayed on their own by the same runner. Window
-queries run their own operators on the shared stream: panes are not yet aggregated once per
-pane group on Spark.
+a batch plan other than the others') are replayed on their own by the same runner. The window
+queries of a pane group step from shared panes where their operators allow it
+(:func:`pane_shares`, :mod:`engine.windows.pane_share`).
 """
 
 from __future__ import annotations
