@@ -152,7 +152,7 @@ def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.
     bad[REASON] = [f"missing key column {key!r}" if k else
                    f"missing time column {plan.time_column!r}" for k in no_key[missing]]
     good = events[~missing] if missing.any() else events
-    if good[TIME].dtype != np.int64:  # a column that held nulls came as floats
+    if good[TIME].dtype != np.int64:  # a column that held nulls is nullable Int64
         good = good.assign(**{TIME: good[TIME].astype("int64")})
     return good, bad
 
@@ -312,7 +312,7 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
         tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
     if not tables:
         return no_events(plan)
-    # nanosecond timestamps, as Spark hands them to pandas workers
+    # nanosecond timestamps, as the spark exchange's workers convert them too
     events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
     if plan.derive:
         events = plan.derive.add_to(
