@@ -37,6 +37,8 @@ BUCKET = "__bucket"
 FILES_SCHEMA = ("batch long, kind string, bucket long, path string, size long, rows long, "
                 "stats string")
 _COLUMNS = ["batch", "kind", "bucket", "path", "size", "rows", "stats"]
+_FILES_ARROW = pa.schema([(c, pa.string() if c in ("kind", "path", "stats") else pa.int64())
+                          for c in _COLUMNS])
 #: Tables a step writes; each worker also reports an ``input`` row (rows it saw).
 KINDS = ("output", "late", "quarantine", "state")
 _BUCKET_FILE = re.compile(r"part-b(\d+)-")
@@ -150,7 +152,7 @@ def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.
     bad[REASON] = [f"missing key column {key!r}" if k else
                    f"missing time column {plan.time_column!r}" for k in no_key[missing]]
     good = events[~missing] if missing.any() else events
-    if good[TIME].dtype != np.int64:  # a column that held nulls came as floats
+    if good[TIME].dtype != np.int64:  # a column that held nulls is nullable Int64
         good = good.assign(**{TIME: good[TIME].astype("int64")})
     return good, bad
 
@@ -245,26 +247,47 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame,
 def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, StepFiles]:
     """Run the plan's batches in one Spark job; returns what each batch wrote.
 
-    With the end-of-input flush in the plan, the events are cogrouped with one row per bucket,
-    so that every bucket runs (also one without events in the range: its state is flushed).
+    The workers receive each bucket's events as Arrow (``applyInArrow``), so int columns that
+    hold nulls reach the operator exact, as with the direct exchange (Spark's pandas conversion
+    would make them float64). With the end-of-input flush in the plan, the events are cogrouped
+    with one row per bucket, so that every bucket runs (also one without events in the range:
+    its state is flushed).
     """
 
-    def step(pdf: pd.DataFrame) -> pd.DataFrame:
-        return run_bucket(plan, int(pdf[BUCKET].iloc[0]), pdf.drop(columns=[BUCKET]))
+    def step(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
+        return files_table(run_bucket(plan, key[0].as_py(), shuffled_events(plan, table)))
 
-    def step_all(pdf: pd.DataFrame, bucket: pd.DataFrame) -> pd.DataFrame:
-        if pdf.empty:
-            return run_bucket(plan, int(bucket[BUCKET].iloc[0]), no_events(plan))
-        return step(pdf)
+    def step_all(key: tuple[pa.Scalar, ...], table: pa.Table, _: pa.Table) -> pa.Table:
+        if not table.num_rows:
+            return files_table(run_bucket(plan, key[0].as_py(), no_events(plan)))
+        return step(key, table)
 
     # one partition per bucket (not the session's shuffle partition count)
     grouped = bucketed(events, plan.op.key, buckets).repartition(buckets, BUCKET).groupBy(BUCKET)
     if plan.finish:
         every = events.sparkSession.range(buckets).withColumnRenamed("id", BUCKET)
-        job = grouped.cogroup(every.groupBy(BUCKET)).applyInPandas(step_all, FILES_SCHEMA)
+        job = grouped.cogroup(every.groupBy(BUCKET)).applyInArrow(step_all, FILES_SCHEMA)
     else:
-        job = grouped.applyInPandas(step, FILES_SCHEMA)
+        job = grouped.applyInArrow(step, FILES_SCHEMA)
     return collect_files(plan, job.collect())
+
+
+def shuffled_events(plan: StepPlan, table: pa.Table) -> pd.DataFrame:
+    """One bucket's events as Spark's exchange hands them (Arrow), as the frame the direct
+    exchange builds (:func:`bucket_events`): ints with nulls nullable ``Int64``, nanosecond
+    timestamps, a text key categorical for an operator that takes key codes."""
+    table = table.drop_columns([BUCKET])
+    key = plan.op.key
+    i = table.schema.get_field_index(key)
+    if plan.op.codes_keys and (pa.types.is_string(table.schema.field(i).type)
+                               or pa.types.is_large_string(table.schema.field(i).type)):
+        table = table.set_column(i, key, table.column(i).dictionary_encode())
+    return exact_pandas(table, coerce_temporal_nanoseconds=True)
+
+
+def files_table(rows: pd.DataFrame) -> pa.Table:
+    """The file rows of a worker (:func:`run_bucket`) as an Arrow table of ``FILES_SCHEMA``."""
+    return pa.Table.from_pandas(rows, schema=_FILES_ARROW, preserve_index=False)
 
 
 def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) -> pd.DataFrame:
@@ -289,7 +312,7 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
         tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
     if not tables:
         return no_events(plan)
-    # nanosecond timestamps, as Spark hands them to pandas workers
+    # nanosecond timestamps, as the spark exchange's workers convert them too
     events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
     if plan.derive:
         events = plan.derive.add_to(
