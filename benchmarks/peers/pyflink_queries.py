@@ -115,7 +115,7 @@ def main() -> None:
     parser.add_argument("--check", metavar="OUT.csv", help="write every row there")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--delay", type=float, default=10.0,
-                        help="hop: watermark delay in seconds (Reprise's lateness)")
+                        help="hop: watermark delay in seconds, under 1000 (Reprise's lateness)")
     args = parser.parse_args()
     rows, seconds = run(args.query, args.csv, args.parallelism, args.delay, args.check)
     total = time.perf_counter() - STARTED
