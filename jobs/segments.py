@@ -40,8 +40,15 @@ def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:
 
 def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | None:
     """Why versions ``old+1 .. new`` of the table at ``path`` are not plain appends (a delete,
-    an overwrite, an optimize...), or None when every one of them only appended rows."""
-    for entry in sorted(storage.history(path), key=lambda e: int(e["version"])):
+    an overwrite, an optimize...), or None when every one of them only appended rows. Reads
+    the newest ``new - old`` commits (``new``: the table's latest version), the whole history
+    only when the table has moved on since."""
+    if new <= old:
+        return None
+    entries = storage.history(path, limit=new - old)
+    if min(int(e["version"]) for e in entries) > old + 1:
+        entries = storage.history(path)
+    for entry in sorted(entries, key=lambda e: int(e["version"])):
         version = int(entry["version"])
         if not old < version <= new:
             continue

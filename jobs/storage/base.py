@@ -135,8 +135,9 @@ class DeltaStorage(ABC):
         """Last committed version of the application transaction ``app_id``, if any."""
 
     @abstractmethod
-    def history(self, path: str) -> list[dict]:
-        """Commit history, newest first, each with at least ``version`` and ``operation``."""
+    def history(self, path: str, limit: int | None = None) -> list[dict]:
+        """Commit history, newest first, each with at least ``version`` and ``operation``
+        (the newest ``limit`` commits only, when given)."""
 
     @abstractmethod
     def commit_metadata(self, entry: dict) -> dict[str, str]:

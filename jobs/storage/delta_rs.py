@@ -141,7 +141,11 @@ class DeltaRsStorage(DeltaStorage):
     def _readable(self, path: str, version: int | None = None) -> DeltaTable:
         if version is not None and (path, version) in self._snapshots:
             return self._snapshots[(path, version)]
-        dt = self._table(path, version)
+        current = self._current(path)
+        if current is not None and version in (None, current.version()):
+            dt = current  # the open handle (not cached as a snapshot: it moves on)
+        else:
+            dt = self._table(path, version)
         proto = dt.protocol()
         features = set(proto.reader_features or []) | set(proto.writer_features or [])
         dvs = 0
@@ -150,7 +154,7 @@ class DeltaRsStorage(DeltaStorage):
         why = unsupported_features(path, features, dt.metadata().configuration, dvs)
         if why:
             raise UnsupportedTableFeature(why)
-        if version is not None:  # a snapshot at a given version never changes
+        if version is not None and dt is not current:  # a past snapshot never changes
             self._snapshots[(path, version)] = dt
         return dt
 
@@ -164,7 +168,8 @@ class DeltaRsStorage(DeltaStorage):
         return dt.version()
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
-        return pa.schema(self._table(path, version).schema().to_arrow())
+        dt = self._current(path) if version is None else None
+        return pa.schema((dt or self._table(path, version)).schema().to_arrow())
 
     def read(self, path: str, version: int | None = None) -> DataFrame:
         dt = self._readable(path, version)
@@ -298,10 +303,10 @@ class DeltaRsStorage(DeltaStorage):
         return WriteResult(version=0)
 
     def txn_version(self, path: str, app_id: str) -> int | None:
-        return self._table(path).transaction_version(app_id)
+        return (self._current(path) or self._table(path)).transaction_version(app_id)
 
-    def history(self, path: str) -> list[dict]:
-        return self._table(path).history()
+    def history(self, path: str, limit: int | None = None) -> list[dict]:
+        return (self._current(path) or self._table(path)).history(limit)
 
     def commit_metadata(self, entry: dict) -> dict[str, str]:
         return entry  # delta-rs lays custom metadata out beside the commit's own fields
