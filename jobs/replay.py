@@ -75,6 +75,11 @@ def resolve_cuts(storage: DeltaStorage, spec: BatchSpec,
     return plans.commit_cuts(files, total)
 
 
+#: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log
+#: has this many commits after the last one: opening them never replays more log entries.
+CHECKPOINT_EVERY = 20
+
+
 @dataclass
 class BatchReport:
     """One manifest row, as reported to progress callbacks."""
@@ -232,6 +237,9 @@ class Replay:
             finish_rewind(self, info)  # a continuation stopped before its rewind was done
             manifest = self._run(info, on_batch)
             remove_leftovers(tables, since=started)
+            for table in tables:  # (a continued run's logs grow by a few commits a segment)
+                if self.storage.exists(table):
+                    self.storage.checkpoint(table, CHECKPOINT_EVERY)
             return manifest
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
@@ -393,16 +401,20 @@ class Replay:
             after[batch] = (version, sum(f.rows for f in live), sum(f.size for f in live))
         return after
 
-    def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict) -> None:
-        """Commit a small table (manifest rows) once, as one staged Parquet file."""
-        directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
-        directory.mkdir(parents=True)
-        file = str(directory / "part-00000.parquet")
-        footer: list[pq.FileMetaData] = []
-        pq.write_table(table, file, metadata_collector=footer)
-        rows, stats = file_stats(file, footer[0])
-        self._commit(path, [StagedFile(file, os.path.getsize(file), rows, stats)], table.schema,
-                     txn, meta)
+    def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict,
+                     remove: list[str] | None = None) -> None:
+        """Commit a small table (manifest rows) once, as one staged Parquet file (none when it
+        has no rows), dropping the live files ``remove`` in the same commit."""
+        staged = []
+        if table.num_rows:
+            directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
+            directory.mkdir(parents=True)
+            file = str(directory / "part-00000.parquet")
+            footer: list[pq.FileMetaData] = []
+            pq.write_table(table, file, metadata_collector=footer)
+            rows, stats = file_stats(file, footer[0])
+            staged.append(StagedFile(file, os.path.getsize(file), rows, stats))
+        self._commit(path, staged, table.schema, txn, meta, remove=remove)
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
                 meta: dict, remove: list[str] | None = None, need_version: bool = True

@@ -130,9 +130,11 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
         if seq < old_total and storage.exists(path):  # (the flush adds no late events)
             commit(kind, [], [f.path for f in storage.live_files(path)
                               if f.rows and _min_seq(f.path) >= seq])
-    if manifest.num_rows > keep:
-        storage.write(manifest.slice(0, keep), table("manifest"), mode="overwrite",
-                      txn=Txn(f"{run_id}/rewind/manifest", segment), metadata=meta)
+    if manifest.num_rows > keep:  # one commit: the kept rows as a new file, the old ones gone
+        path = table("manifest")
+        replay._commit_rows(path, manifest.slice(0, keep),
+                            Txn(f"{run_id}/rewind/manifest", segment), meta,
+                            remove=[f.path for f in storage.live_files(path)])
 
 
 def _min_seq(path: str) -> int:

@@ -302,6 +302,23 @@ class DeltaRsStorage(DeltaStorage):
                                ) from exc
         return WriteResult(version=0)
 
+    def checkpoint(self, path: str, every: int) -> bool:
+        dt = self._current(path)
+        if dt is None:
+            return False
+        fs, inner = _filesystem(f"{path.rstrip('/')}/_delta_log/_last_checkpoint")
+        since = -1
+        if fs.get_file_info(inner).type != pa.fs.FileType.NotFound:
+            with fs.open_input_stream(inner) as stream:
+                since = int(json.loads(stream.read())["version"])
+        if dt.version() - since < every:
+            return False
+        try:
+            dt.create_checkpoint()
+        except DeltaError as exc:
+            raise StorageError(f"cannot write a checkpoint of Delta table {path}: {exc}") from exc
+        return True
+
     def txn_version(self, path: str, app_id: str) -> int | None:
         return (self._current(path) or self._table(path)).transaction_version(app_id)
 
