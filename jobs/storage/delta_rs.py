@@ -121,7 +121,10 @@ class DeltaRsStorage(DeltaStorage):
         # it is opened afresh below)
         if dt is not None and _exists(log.format(dt.version())):
             if _exists(log.format(dt.version() + 1)):  # another writer committed since
-                dt.update_incremental()
+                try:
+                    dt.update_incremental()
+                except DeltaError as exc:
+                    raise StorageError(f"cannot open Delta table {path}: {exc}") from exc
             return dt
         if not DeltaTable.is_deltatable(root):
             return None
@@ -141,11 +144,14 @@ class DeltaRsStorage(DeltaStorage):
     def _readable(self, path: str, version: int | None = None) -> DeltaTable:
         if version is not None and (path, version) in self._snapshots:
             return self._snapshots[(path, version)]
-        current = self._current(path)
+        # the open handle of the latest version, when it is the snapshot asked for (not cached
+        # as a snapshot: it moves on)
+        current = (self._current(path) if version is None
+                   else self._latest.get(_local(path).rstrip("/")))
         if current is not None and version in (None, current.version()):
-            dt = current  # the open handle (not cached as a snapshot: it moves on)
+            dt = current
         else:
-            dt = self._table(path, version)
+            dt, current = self._table(path, version), None
         proto = dt.protocol()
         features = set(proto.reader_features or []) | set(proto.writer_features or [])
         dvs = 0
