@@ -87,6 +87,7 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
     else:
         result = extend(replay, info, log)
     small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS))
+    small.share_manifests(replay)
     result.manifest = small.run(result.info, on_batch, clean=not result.clean)
     return result
 

@@ -219,6 +219,15 @@ class Replay:
                 version, self.storage.read_arrow(path, version).sort_by("batch"))
         return known[1]
 
+    def share_manifests(self, other: Replay) -> None:
+        """Use (and fill) ``other``'s manifests read, e.g. for a copy made with other settings."""
+        self._manifests = other._manifests
+
+    def remember_manifest(self, run_id: str, version: int, rows: pa.Table) -> None:
+        """Note that version ``version`` of the run's manifest holds ``rows`` (rows as
+        :meth:`manifest` returns them) without reading it."""
+        self._manifests[self.warehouse.run_table(run_id, "manifest")] = (version, rows)
+
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None,
             clean: bool = True) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
@@ -402,9 +411,10 @@ class Replay:
         return after
 
     def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict,
-                     remove: list[str] | None = None) -> None:
+                     remove: list[str] | None = None) -> tuple[int | None, bool]:
         """Commit a small table (manifest rows) once, as one staged Parquet file (none when it
-        has no rows), dropping the live files ``remove`` in the same commit."""
+        has no rows), dropping the live files ``remove`` in the same commit: (table version
+        holding them, skipped as already done)."""
         staged = []
         if table.num_rows:
             directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
@@ -414,7 +424,7 @@ class Replay:
             pq.write_table(table, file, metadata_collector=footer)
             rows, stats = file_stats(file, footer[0])
             staged.append(StagedFile(file, os.path.getsize(file), rows, stats))
-        self._commit(path, staged, table.schema, txn, meta, remove=remove)
+        return self._commit(path, staged, table.schema, txn, meta, remove=remove)
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
                 meta: dict, remove: list[str] | None = None, need_version: bool = True

@@ -131,10 +131,12 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
             commit(kind, [], [f.path for f in storage.live_files(path)
                               if f.rows and _min_seq(f.path) >= seq])
     if manifest.num_rows > keep:  # one commit: the kept rows as a new file, the old ones gone
-        path = table("manifest")
-        replay._commit_rows(path, manifest.slice(0, keep),
-                            Txn(f"{run_id}/rewind/manifest", segment), meta,
-                            remove=[f.path for f in storage.live_files(path)])
+        path, kept = table("manifest"), manifest.slice(0, keep)
+        version, skipped = replay._commit_rows(path, kept,
+                                               Txn(f"{run_id}/rewind/manifest", segment), meta,
+                                               remove=[f.path for f in storage.live_files(path)])
+        if not skipped and version is not None:
+            replay.remember_manifest(run_id, version, kept)
 
 
 def _min_seq(path: str) -> int:
