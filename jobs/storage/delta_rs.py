@@ -165,7 +165,11 @@ class DeltaRsStorage(DeltaStorage):
         return dt
 
     def exists(self, path: str) -> bool:
-        return DeltaTable.is_deltatable(_local(path))
+        root = _local(path).rstrip("/")
+        dt = self._latest.get(root)  # an open table whose log entry is there: one stat call
+        if dt is not None and _exists(f"{root}/_delta_log/{dt.version():020d}.json"):
+            return True
+        return DeltaTable.is_deltatable(root)
 
     def version(self, path: str) -> int:
         dt = self._current(path)
