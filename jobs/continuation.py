@@ -14,12 +14,13 @@ cannot be continued: a fresh run is made instead, with the reason logged and kep
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
 
 from engine.spj.inputs import EVENT_TIME, STREAM
 
@@ -32,6 +33,7 @@ from .run_lock import run_lock
 from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run
 from .shared_compare import STANDALONE_SUFFIX
+from .storage import DeltaStorage
 
 #: A continuation runs a Spark job of new batches only when they hold more events than this; up
 #: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
@@ -85,6 +87,7 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
     else:
         result = extend(replay, info, log)
     small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS))
+    small.share_manifests(replay)
     result.manifest = small.run(result.info, on_batch, clean=not result.clean)
     return result
 
@@ -157,36 +160,50 @@ def _merge_order_problem(replay: Replay, info: RunInfo, ctx, sources: dict[str, 
     return ""
 
 
-def new_files(path: str, old: int, new: int, known: list[dict]) -> list[dict]:
+def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
+              ) -> list[dict]:
     """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
     (commit version, then path; as :func:`jobs.arrival.input_index` orders a snapshot), with
-    offsets after the ``known`` files. Reads only the log of those versions; checks that the
-    known files are all still live (the history was append-only)."""
-    root = path.removeprefix("file://").rstrip("/")
-    table = DeltaTable(root, version=old)
-    seen = {f["uri"] for f in known}
-    added: list[plans.InputFile] = []
-    offset = sum(f["rows"] for f in known)
-    live: dict[str, int] = {}
-    for version in range(old + 1, new + 1):
-        table.load_as_version(version)
-        actions = pa.table(table.get_add_actions(flatten=True))
-        live = dict(zip((p if p.startswith("/") else f"{root}/{p}"
-                         for p in actions.column("path").to_pylist()),
-                        actions.column("num_records").to_pylist(), strict=True))
-        for uri in sorted(set(live) - seen):
-            rows = live[uri]
-            if rows is None:
-                rows = pq.ParquetFile(uri).metadata.num_rows
-            added.append(plans.InputFile(uri=uri, commit_version=version, rows=rows,
-                                         offset=offset))
-            offset += rows
-            seen.add(uri)
+    offsets after the ``known`` files. Reads the log entries of those versions only (and the
+    snapshot at ``new``, which the caller has open); checks that the known files are all still
+    live (the history was append-only)."""
+    live = {f.path: f.rows for f in storage.live_files(path, new)}
     missing = {f["uri"] for f in known} - set(live) if new > old else set()
     if missing:
         raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
                           f"version {new} (e.g. {sorted(missing)[0]}); replay afresh")
+    root = path.removeprefix("file://").rstrip("/")
+    fresh = set(live) - {f["uri"] for f in known}
+    added_in = _added_in(root, old, new)
+    if added_in is None or fresh - set(added_in):
+        raise ReplayError(f"cannot tell which versions of {path} between {old} and {new} added "
+                          "its new files (a log entry is missing or unreadable); replay afresh")
+    added: list[plans.InputFile] = []
+    offset = sum(f["rows"] for f in known)
+    for uri in sorted(fresh, key=lambda u: (added_in[u], u)):
+        rows = live[uri]
+        if rows is None:
+            rows = pq.ParquetFile(uri).metadata.num_rows
+        added.append(plans.InputFile(uri=uri, commit_version=added_in[uri], rows=rows,
+                                     offset=offset))
+        offset += rows
     return [asdict(f) for f in added]
+
+
+def _added_in(root: str, old: int, new: int) -> dict[str, int] | None:
+    """The version (of ``old+1 .. new``) whose commit added each data file, from those versions'
+    JSON log entries; None when one of them is missing."""
+    added: dict[str, int] = {}
+    for version in range(old + 1, new + 1):
+        entry = Path(root) / "_delta_log" / f"{version:020d}.json"
+        if not entry.is_file():
+            return None
+        for line in entry.read_text().splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "add" in action:
+                p = action["add"]["path"]  # (as the snapshot's add actions name it)
+                added.setdefault(p if p.startswith("/") else f"{root}/{p}", version)
+    return added
 
 
 def _first_segment(info: RunInfo, note: str = "") -> dict:
@@ -215,7 +232,8 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
         path = info.input_path
     else:
         path, version = info.input_path, sources["input"]
-    files = [*info.files, *new_files(path, info.input_version, version, info.files)]
+    files = [*info.files, *new_files(replay.storage, path, info.input_version, version,
+                                     info.files)]
     cuts = resolve_cuts(replay.storage, plans.parse_plan(info.plan),
                         [plans.InputFile(**f) for f in files], path, version, ctx.time_column)
     keep = kept_batches(info.cuts, cuts)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -20,16 +22,18 @@ def _local(table: Path, uri: str) -> Path:
     return (table / unquote(uri)).resolve()
 
 
-def referenced_files(table: Path) -> set[Path] | None:
+def referenced_files(table: Path, skip: frozenset[str] = frozenset()) -> set[Path] | None:
     """Every data file any version of ``table``'s log adds or removes (from the JSON commits
-    and the checkpoints); None when the log holds something this reader does not understand
-    (then nothing may be deleted)."""
+    and the checkpoints; none from the log files named in ``skip``); None when the log holds
+    something this reader does not understand (then nothing may be deleted)."""
     log = table / "_delta_log"
     found: set[Path] = set()
     if not log.is_dir():
         return found
     for entry in log.iterdir():
         name = entry.name
+        if name in skip:
+            continue
         if name.endswith(".json") and name[:20].isdigit():
             try:
                 actions = [json.loads(line) for line in entry.read_text().splitlines()
@@ -51,28 +55,62 @@ def referenced_files(table: Path) -> set[Path] | None:
     return found
 
 
-def remove_unreferenced(table: Path) -> list[Path]:
+@dataclass(frozen=True)
+class Mark:
+    """What a table's directory held at some moment: its ``data/`` entries and log files."""
+
+    data: frozenset[str]
+    log: frozenset[str]
+
+
+def _names(directory: Path) -> frozenset[str]:
+    return frozenset(os.listdir(directory)) if directory.is_dir() else frozenset()
+
+
+def mark(table: Path) -> Mark:
+    """The entries of ``table``'s ``data/`` and ``_delta_log/`` now (two directory listings)."""
+    return Mark(_names(table / "data"), _names(table / "_delta_log"))
+
+
+def remove_unreferenced(table: Path, since: Mark | None = None) -> list[Path]:
     """Delete the Parquet files under ``table/data`` that no version of its log references
-    (and directories left empty); return what was deleted. Call it only while no one else
-    writes the table (a replay holds the run's lock)."""
+    (and directories left empty); return what was deleted. With ``since``, look only at the
+    ``data/`` entries made after that mark, and read only the log files written after it (no
+    earlier version can reference a file staged after it): the cost does not grow with the
+    table's history. Call it only while no one else writes the table (a replay holds the run's
+    lock)."""
     data = table / "data"
     if not data.is_dir():
         return []
-    referenced = referenced_files(table)
+    entries = [data / name for name in sorted(_names(data) - (since.data if since else set()))]
+    if not entries:
+        return []
+    referenced = referenced_files(table, since.log if since else frozenset())
     if referenced is None:
         return []
-    removed = [f for f in sorted(data.rglob("*.parquet"))
-               if f.is_file() and f.resolve() not in referenced]
+    files = [f for e in entries for f in ([e] if e.is_file() else sorted(e.rglob("*.parquet")))]
+    removed = [f for f in files
+               if f.name.endswith(".parquet") and f.is_file() and f.resolve() not in referenced]
     for f in removed:
         f.unlink()
-    for directory in sorted((d for d in data.rglob("*") if d.is_dir()), reverse=True):
-        if not any(directory.iterdir()):
-            directory.rmdir()
+    for entry in entries:
+        for directory in sorted((d for d in entry.rglob("*") if d.is_dir()), reverse=True):
+            if not any(directory.iterdir()):
+                directory.rmdir()
+        if entry.is_dir() and not any(entry.iterdir()):
+            entry.rmdir()
     return removed
 
 
-def remove_leftovers(tables: Iterable[str]) -> list[Path]:
+def remove_leftovers(tables: Iterable[str], since: Mapping[str, Mark] | None = None
+                     ) -> list[Path]:
     """:func:`remove_unreferenced` over each of a run's tables (local paths or ``file://``
-    URIs); what was deleted."""
+    URIs), each ``since`` its mark when given; what was deleted."""
     return [f for table in tables
-            for f in remove_unreferenced(Path(table.removeprefix("file://")))]
+            for f in remove_unreferenced(Path(table.removeprefix("file://")),
+                                         since[table] if since is not None else None)]
+
+
+def marks(tables: Iterable[str]) -> dict[str, Mark]:
+    """:func:`mark` of each of a run's tables (local paths or ``file://`` URIs)."""
+    return {table: mark(Path(table.removeprefix("file://"))) for table in tables}

@@ -43,7 +43,7 @@ from .keyed import (
 )
 from .lazy_spark import not_started
 from .merged import merge_inputs
-from .orphans import remove_leftovers
+from .orphans import marks, remove_leftovers
 from .run_context import RunContext
 from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint
 from .run_lock import run_lock
@@ -73,6 +73,11 @@ def resolve_cuts(storage: DeltaStorage, spec: BatchSpec,
                 .agg(F.min(SEQ).alias("s")).collect())
         return plans.time_cuts({int(r["b"]): int(r["s"]) for r in rows}, total)
     return plans.commit_cuts(files, total)
+
+
+#: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log
+#: has this many commits after the last one: opening them never replays more log entries.
+CHECKPOINT_EVERY = 20
 
 
 @dataclass
@@ -117,6 +122,9 @@ class Replay:
     #: A group of at most this many events runs its bucket tasks in the driver process instead
     #: of a Spark job (direct exchange only; 0: never). Continuations set it.
     driver_rows: int = 0
+    #: Manifests read, by table path: (version, rows).
+    _manifests: dict[str, tuple[int, pa.Table]] = field(init=False, default_factory=dict,
+                                                        repr=False)
 
     def __post_init__(self) -> None:
         self.batches_per_job = self.batches_per_job or self.settings.batches_per_job
@@ -200,27 +208,47 @@ class Replay:
         return pinned
 
     def manifest(self, run_id: str) -> pa.Table:
-        """The run's manifest rows (empty when no batch is done yet)."""
+        """The run's manifest rows (empty when no batch is done yet); read once per version."""
         path = self.warehouse.run_table(run_id, "manifest")
         if not self.storage.exists(path):
             return MANIFEST_SCHEMA.empty_table()
-        return self.storage.read_arrow(path).sort_by("batch")
+        version = self.storage.version(path)
+        known = self._manifests.get(path)
+        if known is None or known[0] != version:
+            self._manifests[path] = known = (
+                version, self.storage.read_arrow(path, version).sort_by("batch"))
+        return known[1]
+
+    def share_manifests(self, other: Replay) -> None:
+        """Use (and fill) ``other``'s manifests read, e.g. for a copy made with other settings."""
+        self._manifests = other._manifests
+
+    def remember_manifest(self, run_id: str, version: int, rows: pa.Table) -> None:
+        """Note that version ``version`` of the run's manifest holds ``rows`` (rows as
+        :meth:`manifest` returns them) without reading it."""
+        self._manifests[self.warehouse.run_table(run_id, "manifest")] = (version, rows)
 
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None,
             clean: bool = True) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
         Holds the run's lock (another process replaying it makes this raise ``RunBusy``); deletes
         the files killed task attempts staged but never committed first (``clean=False``: the
-        caller knows there is none, e.g. a continuation of a complete run) and again once the
-        last batch is committed."""
+        caller knows there is none, e.g. a continuation of a complete run) and, once the last
+        batch is committed, those this call's task attempts staged and did not commit (it looks
+        only at what was staged and committed since it started)."""
         from .segments import finish_rewind  # (it uses this module's storage helpers)
 
+        tables = self._tables(info).values()
         with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
             if clean:
-                remove_leftovers(self._tables(info).values())
+                remove_leftovers(tables)
+            started = marks(tables)
             finish_rewind(self, info)  # a continuation stopped before its rewind was done
             manifest = self._run(info, on_batch)
-            remove_leftovers(self._tables(info).values())
+            remove_leftovers(tables, since=started)
+            for table in tables:  # (a continued run's logs grow by a few commits a segment)
+                if self.storage.exists(table):
+                    self.storage.checkpoint(table, CHECKPOINT_EVERY)
             return manifest
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
@@ -382,16 +410,21 @@ class Replay:
             after[batch] = (version, sum(f.rows for f in live), sum(f.size for f in live))
         return after
 
-    def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict) -> None:
-        """Commit a small table (manifest rows) once, as one staged Parquet file."""
-        directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
-        directory.mkdir(parents=True)
-        file = str(directory / "part-00000.parquet")
-        footer: list[pq.FileMetaData] = []
-        pq.write_table(table, file, metadata_collector=footer)
-        rows, stats = file_stats(file, footer[0])
-        self._commit(path, [StagedFile(file, os.path.getsize(file), rows, stats)], table.schema,
-                     txn, meta)
+    def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict,
+                     remove: list[str] | None = None) -> tuple[int | None, bool]:
+        """Commit a small table (manifest rows) once, as one staged Parquet file (none when it
+        has no rows), dropping the live files ``remove`` in the same commit: (table version
+        holding them, skipped as already done)."""
+        staged = []
+        if table.num_rows:
+            directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
+            directory.mkdir(parents=True)
+            file = str(directory / "part-00000.parquet")
+            footer: list[pq.FileMetaData] = []
+            pq.write_table(table, file, metadata_collector=footer)
+            rows, stats = file_stats(file, footer[0])
+            staged.append(StagedFile(file, os.path.getsize(file), rows, stats))
+        return self._commit(path, staged, table.schema, txn, meta, remove=remove)
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
                 meta: dict, remove: list[str] | None = None, need_version: bool = True

@@ -40,8 +40,15 @@ def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:
 
 def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | None:
     """Why versions ``old+1 .. new`` of the table at ``path`` are not plain appends (a delete,
-    an overwrite, an optimize...), or None when every one of them only appended rows."""
-    for entry in sorted(storage.history(path), key=lambda e: int(e["version"])):
+    an overwrite, an optimize...), or None when every one of them only appended rows. Reads
+    the newest ``new - old`` commits (``new``: the table's latest version), the whole history
+    only when the table has moved on since."""
+    if new <= old:
+        return None
+    entries = storage.history(path, limit=new - old)
+    if min(int(e["version"]) for e in entries) > old + 1:
+        entries = storage.history(path)
+    for entry in sorted(entries, key=lambda e: int(e["version"])):
         version = int(entry["version"])
         if not old < version <= new:
             continue
@@ -123,9 +130,13 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
         if seq < old_total and storage.exists(path):  # (the flush adds no late events)
             commit(kind, [], [f.path for f in storage.live_files(path)
                               if f.rows and _min_seq(f.path) >= seq])
-    if manifest.num_rows > keep:
-        storage.write(manifest.slice(0, keep), table("manifest"), mode="overwrite",
-                      txn=Txn(f"{run_id}/rewind/manifest", segment), metadata=meta)
+    if manifest.num_rows > keep:  # one commit: the kept rows as a new file, the old ones gone
+        path, kept = table("manifest"), manifest.slice(0, keep)
+        version, skipped = replay._commit_rows(path, kept,
+                                               Txn(f"{run_id}/rewind/manifest", segment), meta,
+                                               remove=[f.path for f in storage.live_files(path)])
+        if not skipped and version is not None:
+            replay.remember_manifest(run_id, version, kept)
 
 
 def _min_seq(path: str) -> int:

@@ -135,12 +135,20 @@ class DeltaStorage(ABC):
         """Last committed version of the application transaction ``app_id``, if any."""
 
     @abstractmethod
-    def history(self, path: str) -> list[dict]:
-        """Commit history, newest first, each with at least ``version`` and ``operation``."""
+    def history(self, path: str, limit: int | None = None) -> list[dict]:
+        """Commit history, newest first, each with at least ``version`` and ``operation``
+        (the newest ``limit`` commits only, when given)."""
 
     @abstractmethod
     def commit_metadata(self, entry: dict) -> dict[str, str]:
         """The metadata given to the commit behind a :meth:`history` entry."""
+
+    def checkpoint(self, path: str, every: int) -> bool:
+        """Write a checkpoint of the table's latest version when its log has at least ``every``
+        commits after the last checkpoint (opening the table then replays at most that many
+        log entries); True when one was written. The default does nothing (Delta Lake on Spark
+        writes checkpoints by itself)."""
+        return False
 
     def version_with(self, path: str, metadata: Mapping[str, str]) -> int | None:
         """Newest version whose commit was given all of ``metadata`` (None when none was)."""

@@ -121,7 +121,10 @@ class DeltaRsStorage(DeltaStorage):
         # it is opened afresh below)
         if dt is not None and _exists(log.format(dt.version())):
             if _exists(log.format(dt.version() + 1)):  # another writer committed since
-                dt.update_incremental()
+                try:
+                    dt.update_incremental()
+                except DeltaError as exc:
+                    raise StorageError(f"cannot open Delta table {path}: {exc}") from exc
             return dt
         if not DeltaTable.is_deltatable(root):
             return None
@@ -141,7 +144,14 @@ class DeltaRsStorage(DeltaStorage):
     def _readable(self, path: str, version: int | None = None) -> DeltaTable:
         if version is not None and (path, version) in self._snapshots:
             return self._snapshots[(path, version)]
-        dt = self._table(path, version)
+        # the open handle of the latest version, when it is the snapshot asked for (not cached
+        # as a snapshot: it moves on)
+        current = (self._current(path) if version is None
+                   else self._latest.get(_local(path).rstrip("/")))
+        if current is not None and version in (None, current.version()):
+            dt = current
+        else:
+            dt, current = self._table(path, version), None
         proto = dt.protocol()
         features = set(proto.reader_features or []) | set(proto.writer_features or [])
         dvs = 0
@@ -150,12 +160,16 @@ class DeltaRsStorage(DeltaStorage):
         why = unsupported_features(path, features, dt.metadata().configuration, dvs)
         if why:
             raise UnsupportedTableFeature(why)
-        if version is not None:  # a snapshot at a given version never changes
+        if version is not None and dt is not current:  # a past snapshot never changes
             self._snapshots[(path, version)] = dt
         return dt
 
     def exists(self, path: str) -> bool:
-        return DeltaTable.is_deltatable(_local(path))
+        root = _local(path).rstrip("/")
+        dt = self._latest.get(root)  # an open table whose log entry is there: one stat call
+        if dt is not None and _exists(f"{root}/_delta_log/{dt.version():020d}.json"):
+            return True
+        return DeltaTable.is_deltatable(root)
 
     def version(self, path: str) -> int:
         dt = self._current(path)
@@ -164,7 +178,8 @@ class DeltaRsStorage(DeltaStorage):
         return dt.version()
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
-        return pa.schema(self._table(path, version).schema().to_arrow())
+        dt = self._current(path) if version is None else None
+        return pa.schema((dt or self._table(path, version)).schema().to_arrow())
 
     def read(self, path: str, version: int | None = None) -> DataFrame:
         dt = self._readable(path, version)
@@ -297,11 +312,28 @@ class DeltaRsStorage(DeltaStorage):
                                ) from exc
         return WriteResult(version=0)
 
-    def txn_version(self, path: str, app_id: str) -> int | None:
-        return self._table(path).transaction_version(app_id)
+    def checkpoint(self, path: str, every: int) -> bool:
+        dt = self._current(path)
+        if dt is None:
+            return False
+        fs, inner = _filesystem(f"{path.rstrip('/')}/_delta_log/_last_checkpoint")
+        since = -1
+        if fs.get_file_info(inner).type != pa.fs.FileType.NotFound:
+            with fs.open_input_stream(inner) as stream:
+                since = int(json.loads(stream.read())["version"])
+        if dt.version() - since < every:
+            return False
+        try:
+            dt.create_checkpoint()
+        except DeltaError as exc:
+            raise StorageError(f"cannot write a checkpoint of Delta table {path}: {exc}") from exc
+        return True
 
-    def history(self, path: str) -> list[dict]:
-        return self._table(path).history()
+    def txn_version(self, path: str, app_id: str) -> int | None:
+        return (self._current(path) or self._table(path)).transaction_version(app_id)
+
+    def history(self, path: str, limit: int | None = None) -> list[dict]:
+        return (self._current(path) or self._table(path)).history(limit)
 
     def commit_metadata(self, entry: dict) -> dict[str, str]:
         return entry  # delta-rs lays custom metadata out beside the commit's own fields

@@ -137,8 +137,10 @@ class DeltaSparkStorage(DeltaStorage):
                 .where(F.col("txn.appId") == app_id).select("txn.version").collect())
         return max((int(r["version"]) for r in rows), default=None)
 
-    def history(self, path: str) -> list[dict]:
-        return [r.asDict(recursive=True) for r in self._api(path).history().collect()]
+    def history(self, path: str, limit: int | None = None) -> list[dict]:
+        api = self._api(path)
+        rows = (api.history() if limit is None else api.history(limit)).collect()
+        return [r.asDict(recursive=True) for r in rows]
 
     def commit_metadata(self, entry: dict) -> dict[str, str]:
         return json.loads(entry.get("userMetadata") or "{}")

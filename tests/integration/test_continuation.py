@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import tempfile
 from pathlib import Path
 
@@ -132,3 +133,56 @@ def test_spj_continuation_appends_to_the_merged_input_and_equals_a_fresh_replay(
         commits.append(part)
     run_id = continue_commit_by_commit(replay, query, plan, commits)
     assert_same_as_fresh(replay, query, run_id, plan)
+
+
+def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few(
+        spark, storage, monkeypatch):
+    """Per continuation: the same number of Delta table opens and of JSON log entries read
+    (the orphan scan and the new input files read the new log entries only), the recording's
+    history read for the new versions only; the run's tables get checkpoints, and the run
+    still equals a fresh replay."""
+    import deltalake
+
+    import jobs.replay
+
+    root = Path(tempfile.mkdtemp(prefix="reprise-cont-"))
+    small_catalog(root / "schemas")
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"))
+    monkeypatch.setattr(jobs.replay, "CHECKPOINT_EVERY", 5)
+    table = events_table(np.random.default_rng(7), 80)
+    counts: dict[str, int] = {}
+    opened, read_text, history = deltalake.DeltaTable.__init__, Path.read_text, \
+        deltalake.DeltaTable.history
+
+    def counting_open(self, *args, **kwargs):
+        counts["opens"] = counts.get("opens", 0) + 1
+        opened(self, *args, **kwargs)
+
+    def counting_read(self, *args, **kwargs):
+        if self.parent.name == "_delta_log" and self.name.endswith(".json"):
+            counts["log entries"] = counts.get("log entries", 0) + 1
+        return read_text(self, *args, **kwargs)
+
+    def limited_history(self, limit=None):
+        counts["full history"] = counts.get("full history", 0) + (limit is None)
+        return history(self, limit)
+
+    monkeypatch.setattr(deltalake.DeltaTable, "__init__", counting_open)
+    monkeypatch.setattr(Path, "read_text", counting_read)
+    monkeypatch.setattr(deltalake.DeltaTable, "history", limited_history)
+    per_continuation = []
+    for i in range(10):
+        replay.storage.write(table.slice(i * 8, 8), replay.warehouse.recording("ev"),
+                             mode="append")
+        counts.clear()
+        result = continue_query(replay, "ev_w", log=lambda line: None)
+        per_continuation.append(dict(counts))
+    assert result.segment is not None and result.segment["segment"] == 9
+    assert per_continuation[2] == per_continuation[-1], per_continuation
+    assert not any(c.get("full history") for c in per_continuation[1:])
+    run_id = result.info.run_id
+    for kind in ("output", "state", "manifest"):
+        log = Path(replay.warehouse.run_table(run_id, kind).removeprefix("file://")) / "_delta_log"
+        last = json.loads((log / "_last_checkpoint").read_text())["version"]
+        assert max(int(p.stem) for p in log.glob("*.json")) - last < 5, kind
+    assert_same_as_fresh(replay, "ev_w", run_id, None)

@@ -253,6 +253,21 @@ def test_history_newest_first_with_custom_metadata(backend, tmp_path):
     assert backend.commit_metadata(history[1])["reprise.batch"] == "1"
     assert "reprise.batch" not in backend.commit_metadata(history[0])
     assert "reprise.batch" not in backend.commit_metadata(history[2])
+    assert [h["version"] for h in backend.history(path, limit=2)] == [2, 1]
+
+
+def test_delta_rs_checkpoints_a_table_whose_log_grew_by_every_commits(storage, tmp_path):
+    path = table_path(tmp_path)
+    for i in range(3):
+        storage.write(batch([i]), path)
+    assert not storage.checkpoint(path, 4)  # versions 0..2: 3 commits, none checkpointed yet
+    storage.write(batch([3]), path)
+    assert storage.checkpoint(path, 4)
+    assert json.loads((Path(path) / "_delta_log" / "_last_checkpoint").read_text())["version"] == 3
+    assert not storage.checkpoint(path, 4)  # nothing committed since
+    storage.write(batch([4]), path)
+    assert not storage.checkpoint(path, 4) and storage.version(path) == 4
+    assert sorted(storage.read_arrow(path, 2).column("n").to_pylist()) == [0, 1, 2]
 
 
 def test_version_with_finds_the_commit_given_the_metadata(backend, tmp_path):

@@ -8,8 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import AddAction
 
-from jobs.orphans import referenced_files, remove_unreferenced
+from jobs.orphans import mark, referenced_files, remove_unreferenced
 
 
 def _table(tmp_path: Path, commits: int) -> Path:
@@ -67,3 +68,21 @@ def test_a_table_never_committed_loses_its_staged_files(tmp_path):
     stray = _stray(table)
     assert remove_unreferenced(table) == [stray]
     assert not any((table / "data").iterdir())
+
+
+def test_since_a_mark_only_files_staged_after_it_are_looked_at(tmp_path):
+    table = _table(tmp_path, 2)
+    old_stray = _stray(table, "b000001-old/part-00000.parquet")
+    (table / "_delta_log" / "_sidecars").mkdir()  # (read in full, this log stops the scan)
+    since = mark(table)
+    new_stray = _stray(table, "b000002-new/part-00000.parquet")
+    committed = _stray(table, "b000003-new/part-00000.parquet")
+    dt = DeltaTable(str(table))
+    dt.create_write_transaction(
+        [AddAction(path="data/b000003-new/part-00000.parquet", size=committed.stat().st_size,
+                   partition_values={}, modification_time=0, data_change=True,
+                   stats='{"numRecords": 1}')],
+        mode="append", schema=dt.schema())
+    assert remove_unreferenced(table, since) == [new_stray]
+    assert old_stray.exists() and committed.exists() and not new_stray.parent.exists()
+    assert remove_unreferenced(table, mark(table)) == []  # nothing staged since
