@@ -26,12 +26,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine.catalog import BatchSpec, Catalog, QuerySpec
-from engine.operator import SEQ, TIME
+from engine.operator import SEQ, TIME, KeyedOperator
 
 from . import plans
 from .arrival import input_index, overlapping, sequenced
 from .cluster import bucket_count
-from .derived import exchange_for, in_workers
+from .derived import WorkerDerive, exchange_for, in_workers
 from .keyed import (
     KINDS,
     StepFiles,
@@ -238,7 +238,7 @@ class Replay:
         only at what was staged and committed since it started)."""
         from .segments import finish_rewind  # (it uses this module's storage helpers)
 
-        tables = self._tables(info).values()
+        tables = self.tables(info).values()
         with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
             if clean:
                 remove_leftovers(tables)
@@ -257,7 +257,7 @@ class Replay:
         batch = done.num_rows
         state_version = done.column("state_version")[-1].as_py() if done.num_rows else None
         while batch <= info.batches:
-            group = self._group_of(info, batch)
+            group = self.group_of(info, batch)
             reports, state_version = self._run_group(info, ctx, group, state_version)
             for report in reports:
                 if on_batch:
@@ -265,7 +265,7 @@ class Replay:
             batch = group[-1] + 1
         return self.manifest(info.run_id)
 
-    def _group_of(self, info: RunInfo, first: int) -> list[int]:
+    def group_of(self, info: RunInfo, first: int) -> list[int]:
         """Consecutive batches run by one Spark job; the end-of-input flush joins the last group
         (every bucket has a task there: see :func:`execute_step`)."""
         if first == info.batches:
@@ -280,24 +280,21 @@ class Replay:
             group.append(info.batches)
         return group
 
-    def _tables(self, info: RunInfo) -> dict[str, str]:
+    def tables(self, info: RunInfo) -> dict[str, str]:
+        """The paths of the run's tables by kind (``output``, ..., ``manifest``)."""
         return {k: self.warehouse.run_table(info.run_id, k) for k in (*KINDS, "manifest")}
 
-    def _run_group(self, info: RunInfo, ctx: RunContext, group: list[int],
-                   state_version: int | None) -> tuple[list[BatchReport], int | None]:
-        op = ctx.operator
-        started = time.perf_counter()  # manifest bookkeeping only
-        tables = self._tables(info)
-        finish = group[-1] == info.batches
-        bounds = {b: (info.total, info.total) if b == info.batches else
-                  (info.cuts[b], info.cuts[b + 1]) for b in group}
+    def step_plan(self, info: RunInfo, ctx: RunContext, op: KeyedOperator, group: list[int],
+                  state_version: int | None, attempt: str, derive: WorkerDerive | None = None
+                  ) -> tuple[StepPlan, list[LiveFile]]:
+        """The workers' plan for ``group`` of run ``info`` stepping ``op`` (the run's operator,
+        or a shared run's version of it) from the state at ``state_version``, writing into
+        staging directories of ``attempt``; and the live state files it starts from."""
+        tables = self.tables(info)
         late_schema = op.late_schema(ctx.recording.arrow_schema())
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
                    "state": op.state_codec.schema}
-        # A fresh directory per attempt: a retried batch never overwrites files that an earlier,
-        # crashed attempt may already have committed (the name is bookkeeping, not output).
-        attempt = uuid.uuid4().hex[:8]
         dirs = {b: {k: self.storage.staging_dir(tables[k], f"b{b:06d}-{attempt}") for k in KINDS}
                 for b in group}
         live = (self.storage.live_files(tables["state"], state_version)
@@ -305,15 +302,33 @@ class Replay:
         state_files: dict[int, list[str]] = {}
         for f in live:
             state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
-        derive = in_workers(ctx, info.files) if info.exchange == "direct" else None
-        plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
-                        schemas=schemas, recording_columns=tuple(ctx.recording.columns),
+        bounds = self.bounds(info, group)
+        plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group),
+                        dirs=dirs, schemas=schemas, recording_columns=tuple(ctx.recording.columns),
                         time_column=ctx.time_column, state_files=state_files,
-                        finish=finish,
+                        finish=group[-1] == info.batches,
                         kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
                         derive=derive)
-        lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
-        # a small run with Spark not started yet: the buckets run in this process
+        return plan, live
+
+    @staticmethod
+    def bounds(info: RunInfo, group: list[int]) -> dict[int, tuple[int, int]]:
+        """The arrival range ``[lo, hi)`` of each batch of ``group`` (the end-of-input flush:
+        an empty range at the end)."""
+        cuts = info.cuts
+        return {b: (cuts[b], cuts[b + 1]) if b < info.batches else (info.total, info.total)
+                for b in group}
+
+    def _run_group(self, info: RunInfo, ctx: RunContext, group: list[int],
+                   state_version: int | None) -> tuple[list[BatchReport], int | None]:
+        started = time.perf_counter()  # manifest bookkeeping only
+        # A fresh directory per attempt: a retried batch never overwrites files that an earlier,
+        # crashed attempt may already have committed (the name is bookkeeping, not output).
+        attempt = uuid.uuid4().hex[:8]
+        derive = in_workers(ctx, info.files) if info.exchange == "direct" else None
+        plan, live = self.step_plan(info, ctx, ctx.operator, group, state_version, attempt,
+                                    derive)
+        lo, hi = plan.batches[0][1], plan.batches[-1][2]
         # few events (a small run with Spark not started yet, or a continuation's new commits):
         # the buckets run in this process
         spark = None if (not_started(self.spark) and info.total <= self.settings.local_events) \
@@ -326,8 +341,17 @@ class Replay:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
                                lo, hi, plan.time_column, ctx.query.derived)
             steps = execute_step(plan, events, info.buckets)
-        reports, rows, state_version = self._commit_group(info, tables, schemas, group, bounds,
-                                                          steps, live, state_version, started)
+        return self.commit(info, plan, group, steps, live, state_version, started)
+
+    def commit(self, info: RunInfo, plan: StepPlan, group: list[int],
+               steps: dict[int, StepFiles], live: list[LiveFile], state_version: int | None,
+               started: float) -> tuple[list[BatchReport], int | None]:
+        """Commit what the workers of ``group`` wrote (``steps``) to the run's tables, then the
+        group's manifest rows, which mark its batches done: (reports, last state version)."""
+        tables = self.tables(info)
+        reports, rows, state_version = self._commit_group(info, tables, plan.schemas, group,
+                                                          self.bounds(info, group), steps, live,
+                                                          state_version, started)
         if self.before_manifest is not None:
             self.before_manifest(info.run_id, group)
         self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),

@@ -39,10 +39,7 @@ from engine.windows.pane_share import PaneShare, shareable_window, with_share
 
 from .arrival import overlapping
 from .keyed import (
-    KINDS,
-    StepFiles,
     StepPlan,
-    bucket_of_file,
     collect_files,
     key_buckets,
     no_events,
@@ -50,12 +47,11 @@ from .keyed import (
     run_bucket,
 )
 from .orphans import remove_unreferenced
-from .replay import BatchReport, Replay, _meta
-from .run_info import MANIFEST_SCHEMA, RunInfo
+from .replay import BatchReport, Replay
+from .run_info import RunInfo
 from .run_lock import run_lock
 from .runs import resume_note
 from .shared_plan import on_its_own, one_recording, shared_plan
-from .storage import LiveFile, Txn
 
 QUERY = "__query"
 
@@ -222,7 +218,7 @@ class SharedReplay:
             for info in infos:
                 locks.enter_context(run_lock(runner.warehouse.run_dir(info.run_id),
                                              info.run_id))
-                for path in runner._tables(info).values():
+                for path in runner.tables(info).values():
                     remove_unreferenced(Path(path))
             done = {i.run_id: runner.manifest(i.run_id) for i in infos}
             last = infos[0].batches
@@ -232,7 +228,7 @@ class SharedReplay:
                 if not pending:
                     break
                 first = min(pending.values())
-                group = runner._group_of(infos[0], first)
+                group = runner.group_of(infos[0], first)
                 members = [i for i in infos if pending.get(i.run_id) == first]
                 for query, reports in self._run_group(plan, members, group, done).items():
                     for report in reports:
@@ -248,10 +244,8 @@ class SharedReplay:
         runner = self.runner
         started = time.perf_counter()  # manifest bookkeeping only
         first = infos[0]
-        bounds = {b: (first.total, first.total) if b == first.batches else
-                  (first.cuts[b], first.cuts[b + 1]) for b in group}
         attempt = uuid.uuid4().hex[:8]
-        contexts = {i.query: self.runner.context(i.query) for i in infos}
+        contexts = {i.query: runner.context(i.query) for i in infos}
         inner = {q: c.family.operator(c.query, c.recordings) for q, c in contexts.items()}
         shares = pane_shares(plan, inner)
         prepared = {}
@@ -259,10 +253,19 @@ class SharedReplay:
             manifest = done[info.run_id]
             version = (manifest.column("state_version")[-1].as_py() if manifest.num_rows
                        else None)
-            prepared[info.run_id] = self._member(plan, info, group, bounds, attempt, version,
-                                                 inner[info.query], shares.get(info.query))
+            cluster = plan.cluster_of(info.query)
+            op = inner[info.query]
+            if info.query in shares:
+                op = with_share(op, shares[info.query])
+            residual = cluster.residual(info.query).where
+            if residual != TRUE:
+                op = FilteredOperator(op, residual)
+            step_plan, live = runner.step_plan(info, contexts[info.query], op, group, version,
+                                               attempt)
+            member = Member(info.query, step_plan, cluster.where, shares.get(info.query))
+            prepared[info.run_id] = member, live, version
         members = [m for m, *_ in prepared.values()]
-        lo, hi = bounds[group[0]][0], bounds[group[-1]][1]
+        lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
         files = overlapping(first.files, lo, hi)
         rows = per_bucket(runner.spark, list(range(first.buckets)),
                           lambda bucket: shared_bucket(members, files, bucket, first.buckets))
@@ -270,60 +273,11 @@ class SharedReplay:
         def commit(info: RunInfo) -> list[BatchReport]:
             member, live, version = prepared[info.run_id]
             steps = collect_files(member.plan, [r for r in rows if r[QUERY] == info.query])
-            return self._commit(info, member.plan, group, bounds, steps, live, version, started)
+            return runner.commit(info, member.plan, group, steps, live, version, started)[0]
 
         # the runs' commits do not depend on each other: a few at a time (each is resumable)
         with ThreadPoolExecutor(min(4, len(infos))) as pool:
             return dict(zip([i.query for i in infos], pool.map(commit, infos), strict=True))
-
-    def _member(self, plan: SharedPlan, info: RunInfo, group: list[int],
-                bounds: dict[int, tuple[int, int]], attempt: str, state_version: int | None,
-                inner: KeyedOperator, share: PaneShare | None
-                ) -> tuple[Member, list[LiveFile], int | None]:
-        """The member of a shared job for run ``info`` (its step plan as the runner builds
-        it: its family's operator ``inner``, fed from its pane group's ``share`` when it has
-        one, behind its residual predicate), its live state files and version."""
-        runner = self.runner
-        ctx = runner.context(info.query)
-        cluster = plan.cluster_of(info.query)
-        residual = cluster.residual(info.query).where
-        if share is not None:
-            inner = with_share(inner, share)
-        op = inner if residual == TRUE else FilteredOperator(inner, residual)
-        tables = runner._tables(info)
-        late_schema = op.late_schema(ctx.recording.arrow_schema())
-        schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
-                   "late": late_schema, "quarantine": late_schema,
-                   "state": op.state_codec.schema}
-        dirs = {b: {k: runner.storage.staging_dir(tables[k], f"b{b:06d}-{attempt}")
-                    for k in KINDS} for b in group}
-        live = (runner.storage.live_files(tables["state"], state_version)
-                if state_version is not None else [])
-        state_files: dict[int, list[str]] = {}
-        for f in live:
-            state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
-        step_plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group), dirs=dirs,
-                             schemas=schemas, recording_columns=tuple(ctx.recording.columns),
-                             time_column=ctx.time_column, state_files=state_files,
-                             finish=group[-1] == info.batches,
-                             kernel_dir=runner.settings.kernel_dir
-                             and str(runner.settings.kernel_dir))
-        return Member(info.query, step_plan, cluster.where, share), live, state_version
-
-    def _commit(self, info: RunInfo, plan: StepPlan, group: list[int],
-                bounds: dict[int, tuple[int, int]], steps: dict[int, StepFiles],
-                live: list[LiveFile], state_version: int | None, started: float
-                ) -> list[BatchReport]:
-        """Commit one run's tables for the group, then its manifest rows (as a run does)."""
-        runner = self.runner
-        tables = runner._tables(info)
-        reports, rows, _ = runner._commit_group(info, tables, plan.schemas, group, bounds, steps,
-                                                live, state_version, started)
-        if runner.before_manifest is not None:
-            runner.before_manifest(info.run_id, group)
-        runner._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
-                            Txn(f"{info.run_id}/manifest", group[-1]), _meta(info, group[-1]))
-        return reports
 
 
 def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
