@@ -47,12 +47,12 @@ QUERIES = {
 TABLES = ("output", "late", "quarantine")
 
 
-def setup(spark, storage, rows: int, seed: int, commits: int = 3
-          ) -> tuple[Replay, Replay, object]:
+def setup(spark, storage, rows: int, seed: int, commits: int = 3,
+          queries: dict[str, str] = QUERIES) -> tuple[Replay, Replay, object]:
     """Two warehouses holding the same recording: one for shared runs, one for standalone."""
     root = Path(tempfile.mkdtemp(prefix="reprise-shared-"))
     small_catalog(root / "schemas")
-    for name, text in QUERIES.items():
+    for name, text in queries.items():
         (root / "schemas" / "queries" / f"{name}.yaml").write_text(text)
     catalog = load_catalog(root / "schemas")
     table = events_table(np.random.default_rng(seed), rows)
@@ -127,6 +127,59 @@ def test_random_query_sets_and_batch_plans_share_exactly(spark, storage, names, 
     for name in names:
         alone.run(alone.prepare(name, plan=plan))
     assert_same_runs(shared, alone, [i.run_id for i in infos])
+
+
+WHERES = ["v < 30", "v >= 50", "v BETWEEN 20 AND 80", "v IS NULL OR v > 90",
+          "k IN ('a', 'b')", "NOT (k = 'c') AND v < 70", "v = 0 OR v = 99", None]
+AGGREGATES = ["n: count()", "n_v: count(v)", "s: sum(v)", "a: avg(v)", "lo: min(v)",
+              "hi: max(v)", "m: median(v)"]
+
+
+@st.composite
+def random_queries(draw) -> dict[str, str]:
+    """Two to four random select and window queries on ``ev`` (where, columns, window,
+    aggregates, having), several often behind the same predicate (so panes are shared)."""
+    queries = {}
+    for i in range(draw(st.integers(2, 4))):
+        name = f"r{i}"
+        where = draw(st.sampled_from(WHERES))
+        head = f"name: {name}\ninput: ev\n" + (f"where: \"{where}\"\n" if where else "")
+        if draw(st.booleans()):
+            columns = draw(st.lists(st.sampled_from(["k", "ts", "v"]), min_size=1, max_size=3,
+                                    unique=True))
+            queries[name] = head + f"kind: select\nquery:\n  columns: [{', '.join(columns)}]\n"
+            continue
+        size, slide = sorted(draw(st.lists(st.sampled_from([5, 10, 20]), min_size=2,
+                                           max_size=2)), reverse=True)
+        window = (f"{{type: tumbling, size: {size}s}}" if size == slide else
+                  f"{{type: sliding, size: {size}s, slide: {slide}s}}")
+        aggregates = draw(st.lists(st.sampled_from(AGGREGATES), min_size=1, max_size=3,
+                                   unique=True))
+        having = "  having: n > 1\n" if "n: count()" in aggregates and draw(st.booleans()) \
+            else ""
+        queries[name] = (head + f"kind: window\nlateness: 3s\nquery:\n  window: {window}\n"
+                         f"  aggregates: {{{', '.join(aggregates)}}}\n{having}")
+    return queries
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(random_queries(), st.sampled_from(["commit", "rows:13", "rows:50"]), st.integers(0, 9),
+       st.randoms(use_true_random=False))
+def test_random_queries_share_exactly_and_match_their_reference(spark, storage, queries, plan,
+                                                                seed, rnd):
+    shared, alone, catalog = setup(spark, storage, 120, seed=seed, queries=queries)
+    names = list(queries)
+    rnd.shuffle(names)  # the registration order
+    runner = SharedReplay(shared)
+    infos = runner.prepare(names, plan=plan)
+    runner.run(infos)
+    for name in names:
+        alone.run(alone.prepare(name, plan=plan))
+    run_ids = [i.run_id for i in infos]
+    assert_same_runs(shared, alone, run_ids)
+    for run_id in run_ids:
+        assert validate_run(shared, catalog, run_id).ok, run_id
 
 
 def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, storage):
