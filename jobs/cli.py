@@ -35,7 +35,9 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
                   no_args_is_help=True, pretty_exceptions_enable=False, cls=_Commands)
-console = Console(width=None if sys.stdout.isatty() else 120)  # logs: no cramped tables
+#: Without a terminal, tables are 120 wide (logs: no cramped tables) and a line of text is never
+#: broken (scripts read the lines); a run id is never cut in a table.
+console = Console(width=None if sys.stdout.isatty() else 120, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 Warehouse_ = Annotated[Path | None, typer.Option(
@@ -388,13 +390,19 @@ def runs(warehouse: Warehouse_ = None) -> None:
     from .warehouse import Warehouse
 
     wh = Warehouse.at(warehouse or load_settings().warehouse)
-    table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
-                  "segments", title=f"runs in {wh.root}")
+    table = Table(title=f"runs in {wh.root}")
+    for name in ("run", "query", "versions", "status", "batches", "output rows", "created",
+                 "segments"):
+        table.add_column(name, overflow="fold")  # a long run id wraps, it is never cut
     for s in (summarize(wh, run_id) for run_id in wh.runs()):
         table.add_row(s.run_id, s.query, s.versions, s.status,
                       f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created,
                       f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""))
-    console.print(table)
+    if console.is_terminal:
+        console.print(table)
+    else:  # as wide as its longest row: one line per run for scripts and logs
+        wide = console.measure(table, options=console.options.update_width(100_000)).maximum
+        Console(width=max(console.width, wide)).print(table)
 
 
 from . import cli_analyze  # noqa: E402, F401  (registers `reprise analyze` on app)

@@ -52,3 +52,17 @@ def test_the_catalog_comes_from_the_option_else_the_environment(tmp_path, monkey
     monkeypatch.setenv("REPRISE_CATALOG", str(SCHEMAS))
     result = run("analyze", "--query", "ads_campaign_counts")
     assert result.exit_code == 0 and "bounded" in result.output, result.output
+
+
+def test_a_line_of_text_is_never_broken_without_a_terminal(capsys):
+    # before: the 120-column console broke the run's summary line ("... peak state 59 rows /\n")
+    import pandas as pd
+
+    from jobs.cli import print_manifest_summary
+
+    manifest = pd.DataFrame({"duration_s": [1.0, 1.0], "rows_in": [10**6, 0],
+                             "rows_out": [10**5, 1], "late": [123, 0], "quarantined": [4, 0],
+                             "state_rows": [10**6, 0], "state_bytes": [10**9, 0]})
+    print_manifest_summary("a-rather-long-run-id-v12-rows40000-aad006-segment", manifest)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "1000000000 bytes" in out, out

@@ -75,6 +75,9 @@ def test_plan_text_names_clusters_residuals_and_hash(tmp_path):
     assert doc["plan_hash"] in result.output
     assert "cluster 0" in result.output and "s1: cluster" in result.output
     assert "rows read" in result.output
+    entering = doc["estimates"]["rows_entering_queries"]  # the README lists it in the text too
+    assert (f"rows entering the queries {entering['shared']:,} vs "
+            f"{entering['standalone']:,}") in result.output
 
 
 def test_queries_on_different_recordings_say_which_each_reads():
