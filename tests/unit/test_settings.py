@@ -76,7 +76,7 @@ def test_the_readme_table_documents_every_setting_with_its_default():
 def test_an_unknown_backend_names_the_variable_or_the_option():
     from jobs.storage import open_driver_storage
 
-    with pytest.raises(SettingsError, match="^REPRISE_DELTA_BACKEND: unknown Delta backend 'x'"):
+    with pytest.raises(SettingsError, match=r"^REPRISE_DELTA_BACKEND: unknown Delta backend 'x'"):
         open_driver_storage(settings=Settings(delta_backend="x"))
-    with pytest.raises(SettingsError, match="^--backend: unknown Delta backend 'y'"):
+    with pytest.raises(SettingsError, match=r"^--backend: unknown Delta backend 'y'"):
         open_driver_storage("y", settings=Settings(delta_backend="x"))
