@@ -46,7 +46,7 @@ from .merged import merge_inputs
 from .names import check_name
 from .orphans import remove_leftovers
 from .run_context import RunContext
-from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint
+from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
 from .run_lock import run_lock
 from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
@@ -139,7 +139,7 @@ class Replay:
             run_id = f"{query.name}-v{pinned_text}-{plan_text}-{fp[:6]}"
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
-            info = RunInfo(**json.loads(run_file.read_text()))
+            info = load_run_file(run_file)
             if info.query != query.name or info.fingerprint != fp:
                 raise ReplayError(f"run {run_id!r} was made by a different query definition "
                                   f"({info.query}, fingerprint {info.fingerprint}); choose "

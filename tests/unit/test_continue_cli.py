@@ -76,3 +76,16 @@ def test_runs_prints_each_run_id_whole_on_one_line(tmp_path):
     result = CliRunner().invoke(app, ["runs", "--warehouse", wh])
     assert result.exit_code == 0, result.output
     assert [line for line in result.output.splitlines() if long_id in line], result.output
+
+
+def test_a_damaged_run_json_is_one_error_line_naming_it(tmp_path):
+    # before: `runs`, `validate` and `replay --run-id` printed a JSONDecodeError traceback
+    wh = _a_run(tmp_path, "r1", "vitals_hr_1m")
+    run_file = tmp_path / "runs" / "r1" / "run.json"
+    for text in ("{bad", '{"run_id": "r1"}'):
+        run_file.write_text(text)
+        for args in (["runs"], ["validate", "r1", "--backend", "delta-rs"],
+                     ["replay", "vitals_hr_1m", "--continue", "--run-id", "r1", "--backend",
+                      "delta-rs"]):
+            line = error_line(*args, "--warehouse", wh)
+            assert f"{run_file}: not a readable run description" in line, (args, line)
