@@ -40,18 +40,20 @@ app = typer.Typer(help="Replay recorded event streams through verified streaming
 console = Console(width=None if sys.stdout.isatty() else 120, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+# Help texts are rich markup: "[env ...]" would be taken for a tag and vanish, hence "(env ...)".
 Warehouse_ = Annotated[Path | None, typer.Option(
-    "--warehouse", help="Warehouse directory [env REPRISE_WAREHOUSE, default ./warehouse]")]
+    "--warehouse", help="Warehouse directory (env REPRISE_WAREHOUSE, default ./warehouse)")]
 Catalog_ = Annotated[Path | None, typer.Option(
-    "--catalog", help="Catalog directory [env REPRISE_CATALOG, default the project's schemas/]")]
+    "--catalog", help="Catalog directory (env REPRISE_CATALOG, default the project's schemas/)")]
 Backend_ = Annotated[str | None, typer.Option(
-    "--backend", help="Delta backend: auto | delta-rs | delta-spark [env REPRISE_DELTA_BACKEND]")]
+    "--backend", help="Delta backend: auto | delta-rs | delta-spark (env REPRISE_DELTA_BACKEND, "
+    "default auto)")]
 
 
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option(
         "--verbose", help="Show the JVM's own log (Spark warnings and notices) on stderr "
-        "[env REPRISE_VERBOSE=1]")] = False) -> None:
+        "(env REPRISE_VERBOSE=1)")] = False) -> None:
     """Options for every command."""
     if verbose:
         os.environ["REPRISE_VERBOSE"] = "1"

@@ -66,3 +66,14 @@ def test_a_line_of_text_is_never_broken_without_a_terminal(capsys):
     print_manifest_summary("a-rather-long-run-id-v12-rows40000-aad006-segment", manifest)
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "1000000000 bytes" in out, out
+
+
+def test_option_help_names_the_environment_variable():
+    # before: "[env REPRISE_WAREHOUSE, ...]" was read as rich markup and vanished from --help
+    def words(*args: str) -> str:  # the help's words, without the box drawn around them
+        return " ".join(run(*args).output.replace("│", " ").split())
+
+    out = words("replay", "--help")
+    for text in ("env REPRISE_WAREHOUSE", "env REPRISE_CATALOG", "env REPRISE_DELTA_BACKEND"):
+        assert text in out, out
+    assert "env REPRISE_VERBOSE=1" in words("--help")
