@@ -123,6 +123,17 @@ def test_replay_of_several_queries_refuses_one_run_id():
     assert result.exit_code == 1 and "--run-id names the run of one query" in result.output
 
 
+def test_replay_of_a_query_named_twice_is_refused_before_any_run_is_made(tmp_path):
+    # before: both runs were prepared (run.json written, "run ..." printed twice), then refused
+    schemas, warehouse = setup(tmp_path)
+    for extra in ([], ["--no-share"]):
+        result = CliRunner().invoke(app, ["replay", "s1", "w1", "s1", *extra, "--catalog",
+                                          str(schemas), "--warehouse", str(warehouse)])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip() == "error: queries named more than once: s1"
+        assert not (warehouse / "runs").exists()
+
+
 def test_runs_that_cannot_share_are_all_replayed_on_their_own(tmp_path):
     from types import SimpleNamespace
 
