@@ -280,6 +280,10 @@ def follow(
                       parse_duration_us(for_, source="--for", fieldname="for") / 1e6)
     except CatalogError as exc:
         _fail(str(exc))
+    if every_s <= 0:
+        _fail(f"--every {every!r}: give a positive interval, e.g. 5s")
+    if max_segments is not None and max_segments < 0:
+        _fail(f"--max-segments {max_segments}: give 0 or more segments")
     ctx = Context(warehouse, catalog, backend)
     report = follow_query(ctx.replay(), query, every_s=every_s, plan=plan,
                           max_segments=max_segments, duration_s=duration_s,

@@ -31,6 +31,13 @@ def test_follow_rejects_a_bad_interval_naming_the_option():
     assert "--for" in error_line("follow", "vitals_hr_1m", "--for", "5 parsecs")
 
 
+def test_follow_refuses_a_zero_interval_and_a_negative_segment_count():
+    # before: --every 0s looked for new versions in a busy loop; --max-segments -1 was taken
+    assert "--every '0s': give a positive interval" in error_line("follow", "vitals_hr_1m",
+                                                                  "--every", "0s")
+    assert "--max-segments -1" in error_line("follow", "vitals_hr_1m", "--max-segments", "-1")
+
+
 def test_gc_keeps_at_least_one_run():
     assert "--keep" in error_line("gc", "--keep", "0")
 
