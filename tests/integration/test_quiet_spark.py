@@ -22,6 +22,18 @@ def test_spark_starts_and_runs_a_job_with_nothing_on_stderr():
     assert done.stderr == ""
 
 
+def test_a_jvm_that_does_not_start_is_one_error_naming_the_master_and_why(tmp_path):
+    # before: a PySparkRuntimeError traceback (JAVA_GATEWAY_EXITED) with no reason
+    code = ("from jobs.spark import SparkStartError, get_spark\n"
+            "try:\n    get_spark()\nexcept SparkStartError as exc:\n    print(exc)\n")
+    env = {k: v for k, v in os.environ.items() if k != "REPRISE_VERBOSE"}
+    env.update(PYTHONPATH=str(ROOT), REPRISE_SPARK_MASTER="bogus", TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.startswith("Spark did not start with master 'bogus' "), done
+    assert "Master must either be yarn or start with spark" in done.stdout, done
+
+
 def test_verbose_keeps_sparks_own_logging():
     _, quiet = session_conf(settings=Settings.from_env({}))
     _, loud = session_conf(settings=Settings.from_env({
