@@ -91,6 +91,10 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     elif settings.buckets:
         resolved["spark.sql.shuffle.partitions"] = str(settings.buckets)
     if settings.delta_jars:
+        missing = [j for j in settings.delta_jars.split(",") if not Path(j.strip()).is_file()]
+        if missing:  # Spark would start without them and `auto` would quietly pick delta-rs
+            raise SettingsError(f"REPRISE_DELTA_JARS: no such file {missing[0].strip()!r} "
+                                "(comma-separated local paths of the Delta Spark jars)")
         resolved["spark.jars"] = settings.delta_jars
     if settings.delta_packages:
         resolved["spark.jars.packages"] = settings.delta_packages
