@@ -169,7 +169,7 @@ class SharedPlan:
                   f"{estimates['rows_read']['standalone']:,} standalone; rows entering the "
                   f"queries {entering['shared']:,} vs {entering['standalone']:,}; cost "
                   f"{cost['shared']:,} vs {cost['standalone']:,}",
-                  f"served: {counters['match']} match, {counters['merge']} widened, "
+                  f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
                   f"{counters['alone']} alone; without widening "
                   f"{counters['shared_match_only']} would share"]
         return "\n".join(lines)

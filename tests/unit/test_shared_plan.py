@@ -78,6 +78,9 @@ def test_plan_text_names_clusters_residuals_and_hash(tmp_path):
     entering = doc["estimates"]["rows_entering_queries"]  # the README lists it in the text too
     assert (f"rows entering the queries {entering['shared']:,} vs "
             f"{entering['standalone']:,}") in result.output
+    counters = doc["counters"]  # MATCH, MERGE, alone: the README's (and the JSON's) words
+    assert (f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
+            f"{counters['alone']} alone") in result.output
 
 
 def test_queries_on_different_recordings_say_which_each_reads():
