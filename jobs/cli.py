@@ -66,6 +66,19 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=1)
 
 
+def print_table(table: Table) -> None:
+    """Print ``table`` whole: on a terminal a long cell (a run id, a file name) wraps instead of
+    being cut; without one the table is as wide as its longest row, so each row is one line that
+    scripts and logs can read."""
+    for column in table.columns:
+        column.overflow = "fold"
+    if console.is_terminal:
+        console.print(table)
+    else:
+        wide = console.measure(table, options=console.options.update_width(100_000)).maximum
+        Console(width=max(console.width, wide)).print(table)
+
+
 def _catalog(settings: Settings, catalog: Path | None) -> Catalog:
     """The catalog of ``--catalog``, else of the settings (``REPRISE_CATALOG``)."""
     return load_catalog(catalog or settings.catalog)
@@ -171,7 +184,7 @@ def record(
         counts = ("-", "-", "-") if r.skipped else (str(r.rows), str(r.recorded),
                                                     str(r.quarantined))
         table.add_row(r.source, *counts, "-" if r.version is None else str(r.version))
-    console.print(table)
+    print_table(table)
     for r in reports:
         if r.skipped:
             console.print(f"skipped {r.source}: {r.skipped} (sha256 {r.sha256[:12]}…); "
@@ -351,7 +364,7 @@ def validate(
                   f"{report.input_rows} = {report.processed} + {report.late_replay} + "
                   f"{report.quarantined}: {'yes' if report.reconciles else 'NO'}")
     table.add_row("tolerance", report.tolerance)
-    console.print(table)
+    print_table(table)
     for label, rows in (("missing", d.missing), ("extra", d.extra), ("duplicate", d.duplicates)):
         for row in rows[:show]:
             console.print(f"{label}: {row}", highlight=False)
@@ -396,19 +409,13 @@ def runs(warehouse: Warehouse_ = None) -> None:
     from .warehouse import Warehouse
 
     wh = Warehouse.at(warehouse or load_settings().warehouse)
-    table = Table(title=f"runs in {wh.root}")
-    for name in ("run", "query", "versions", "status", "batches", "output rows", "created",
-                 "segments"):
-        table.add_column(name, overflow="fold")  # a long run id wraps, it is never cut
+    table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
+                  "segments", title=f"runs in {wh.root}")
     for s in (summarize(wh, run_id) for run_id in wh.runs()):
         table.add_row(s.run_id, s.query, s.versions, s.status,
                       f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created,
                       f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""))
-    if console.is_terminal:
-        console.print(table)
-    else:  # as wide as its longest row: one line per run for scripts and logs
-        wide = console.measure(table, options=console.options.update_width(100_000)).maximum
-        Console(width=max(console.width, wide)).print(table)
+    print_table(table)
 
 
 from . import cli_analyze  # noqa: E402, F401  (registers `reprise analyze` on app)

@@ -77,3 +77,18 @@ def test_option_help_names_the_environment_variable():
     for text in ("env REPRISE_WAREHOUSE", "env REPRISE_CATALOG", "env REPRISE_DELTA_BACKEND"):
         assert text in out, out
     assert "env REPRISE_VERBOSE=1" in words("--help")
+
+
+def test_a_table_is_never_cut_without_a_terminal(capsys):
+    # before: `record`'s table showed two long file names as the same "/tmp/…/another…"
+    from rich.table import Table
+
+    from jobs.cli import print_table
+
+    names = [f"/data/{'a-long-directory-name/' * 6}readings-{i}.csv" for i in (7, 8)]
+    table = Table("file", "rows")
+    for name in names:
+        table.add_row(name, "1")
+    print_table(table)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(sum(name in line for line in lines) == 1 for name in names), lines
