@@ -35,21 +35,25 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
                   no_args_is_help=True, pretty_exceptions_enable=False, cls=_Commands)
-console = Console(width=None if sys.stdout.isatty() else 120)  # logs: no cramped tables
+#: Without a terminal, tables are 120 wide (logs: no cramped tables) and a line of text is never
+#: broken (scripts read the lines); a run id is never cut in a table.
+console = Console(width=None if sys.stdout.isatty() else 120, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+# Help texts are rich markup: "[env ...]" would be taken for a tag and vanish, hence "(env ...)".
 Warehouse_ = Annotated[Path | None, typer.Option(
-    "--warehouse", help="Warehouse directory [env REPRISE_WAREHOUSE, default ./warehouse]")]
+    "--warehouse", help="Warehouse directory (env REPRISE_WAREHOUSE, default ./warehouse)")]
 Catalog_ = Annotated[Path | None, typer.Option(
-    "--catalog", help="Catalog directory [env REPRISE_CATALOG, default the project's schemas/]")]
+    "--catalog", help="Catalog directory (env REPRISE_CATALOG, default the project's schemas/)")]
 Backend_ = Annotated[str | None, typer.Option(
-    "--backend", help="Delta backend: auto | delta-rs | delta-spark [env REPRISE_DELTA_BACKEND]")]
+    "--backend", help="Delta backend: auto | delta-rs | delta-spark (env REPRISE_DELTA_BACKEND, "
+    "default auto)")]
 
 
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option(
         "--verbose", help="Show the JVM's own log (Spark warnings and notices) on stderr "
-        "[env REPRISE_VERBOSE=1]")] = False) -> None:
+        "(env REPRISE_VERBOSE=1)")] = False) -> None:
     """Options for every command."""
     if verbose:
         os.environ["REPRISE_VERBOSE"] = "1"
@@ -60,6 +64,19 @@ def _fail(message: str) -> None:
     line = re.sub(r"\s*\n\s*", " ", message.strip())
     err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
     raise typer.Exit(code=1)
+
+
+def print_table(table: Table) -> None:
+    """Print ``table`` whole: on a terminal a long cell (a run id, a file name) wraps instead of
+    being cut; without one the table is as wide as its longest row, so each row is one line that
+    scripts and logs can read."""
+    for column in table.columns:
+        column.overflow = "fold"
+    if console.is_terminal:
+        console.print(table)
+    else:
+        wide = console.measure(table, options=console.options.update_width(100_000)).maximum
+        Console(width=max(console.width, wide)).print(table)
 
 
 def _catalog(settings: Settings, catalog: Path | None) -> Catalog:
@@ -167,7 +184,7 @@ def record(
         counts = ("-", "-", "-") if r.skipped else (str(r.rows), str(r.recorded),
                                                     str(r.quarantined))
         table.add_row(r.source, *counts, "-" if r.version is None else str(r.version))
-    console.print(table)
+    print_table(table)
     for r in reports:
         if r.skipped:
             console.print(f"skipped {r.source}: {r.skipped} (sha256 {r.sha256[:12]}…); "
@@ -276,6 +293,10 @@ def follow(
                       parse_duration_us(for_, source="--for", fieldname="for") / 1e6)
     except CatalogError as exc:
         _fail(str(exc))
+    if every_s <= 0:
+        _fail(f"--every {every!r}: give a positive interval, e.g. 5s")
+    if max_segments is not None and max_segments < 0:
+        _fail(f"--max-segments {max_segments}: give 0 or more segments")
     ctx = Context(warehouse, catalog, backend)
     report = follow_query(ctx.replay(), query, every_s=every_s, plan=plan,
                           max_segments=max_segments, duration_s=duration_s,
@@ -343,7 +364,7 @@ def validate(
                   f"{report.input_rows} = {report.processed} + {report.late_replay} + "
                   f"{report.quarantined}: {'yes' if report.reconciles else 'NO'}")
     table.add_row("tolerance", report.tolerance)
-    console.print(table)
+    print_table(table)
     for label, rows in (("missing", d.missing), ("extra", d.extra), ("duplicate", d.duplicates)):
         for row in rows[:show]:
             console.print(f"{label}: {row}", highlight=False)
@@ -394,7 +415,7 @@ def runs(warehouse: Warehouse_ = None) -> None:
         table.add_row(s.run_id, s.query, s.versions, s.status,
                       f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created,
                       f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""))
-    console.print(table)
+    print_table(table)
 
 
 from . import cli_analyze  # noqa: E402, F401  (registers `reprise analyze` on app)

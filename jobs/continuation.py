@@ -80,7 +80,14 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
                    on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
     """Continue ``run_id`` (default: the query's latest completed run) to the latest recording
     versions and run the new batches; without a run to continue, replay from scratch."""
-    info = read_run(replay.warehouse, run_id) if run_id else latest_completed(replay, query, plan)
+    if run_id is None:
+        info = latest_completed(replay, query, plan)
+    else:
+        info = read_run(replay.warehouse, run_id)
+        if info.query != query:
+            raise ReplayError(f"run {run_id!r} is a run of query {info.query!r}, not {query!r}")
+        if plan is not None and plans.parse_plan(plan).describe() != info.plan:
+            raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
     if info is None:
         log(f"{query}: no completed run to continue; replaying from scratch")
         result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")

@@ -43,9 +43,10 @@ from .keyed import (
 )
 from .lazy_spark import not_started
 from .merged import merge_inputs
+from .names import check_name
 from .orphans import marks, remove_leftovers
 from .run_context import RunContext
-from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint
+from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
 from .run_lock import run_lock
 from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
@@ -133,6 +134,8 @@ class Replay:
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
         """Create the run (or load it, checking it matches) and return its description."""
+        if run_id is not None:
+            check_name("run id", run_id)  # before reading anything ('' too: no default)
         ctx = self.context(query_name)
         query, recording, op = ctx.query, ctx.recording, ctx.operator
         sources = self._pin_sources(query, version)
@@ -140,10 +143,11 @@ class Replay:
         fp = fingerprint(query, op)
         pinned_text = ".".join(str(v) for v in sources.values())
         plan_text = spec.describe().replace(":", "").replace(",", "-")
-        run_id = run_id or f"{query.name}-v{pinned_text}-{plan_text}-{fp[:6]}"
+        if run_id is None:
+            run_id = f"{query.name}-v{pinned_text}-{plan_text}-{fp[:6]}"
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
-            info = RunInfo(**json.loads(run_file.read_text()))
+            info = load_run_file(run_file)
             if info.query != query.name or info.fingerprint != fp:
                 raise ReplayError(f"run {run_id!r} was made by a different query definition "
                                   f"({info.query}, fingerprint {info.fingerprint}); choose "

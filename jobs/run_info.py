@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -81,4 +82,14 @@ def read_run(warehouse: Warehouse, run_id: str) -> RunInfo:
     if not path.exists():
         known = ", ".join(warehouse.runs()) or "none"
         raise ReplayError(f"no run {run_id!r} under {warehouse.root} (known runs: {known})")
-    return RunInfo(**json.loads(path.read_text()))
+    return load_run_file(path)
+
+
+def load_run_file(path: Path) -> RunInfo:
+    """The :class:`RunInfo` of the ``run.json`` at ``path``; a damaged file (not JSON, fields
+    missing or unknown) is a :class:`ReplayError` naming it."""
+    try:
+        return RunInfo(**json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as exc:
+        raise ReplayError(f"{path}: not a readable run description ({exc}); remove the run's "
+                          "directory to replay it afresh") from exc

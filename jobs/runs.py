@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from .run_info import load_run_file
 from .run_lock import is_locked
 from .segments import describe
 from .warehouse import Warehouse
@@ -50,17 +50,17 @@ def _manifest(path: str) -> tuple[int, int]:
 def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:
     """The summary of one run from its ``run.json`` and its manifest."""
     run_dir = warehouse.run_dir(run_id)
-    info = json.loads((run_dir / "run.json").read_text())
-    sources = info.get("sources") or {"input": info["input_version"]}
-    versions = ", ".join(f"{info['recording'] if alias == 'input' else alias}@{version}"
+    info = load_run_file(run_dir / "run.json")
+    sources = info.sources or {"input": info.input_version}
+    versions = ", ".join(f"{info.recording if alias == 'input' else alias}@{version}"
                          for alias, version in sources.items())
     done, rows = _manifest(warehouse.run_table(run_id, "manifest"))
-    total = len(info["cuts"])  # batches + the end-of-input flush
+    total = len(info.cuts)  # batches + the end-of-input flush
     status = ("complete" if done >= total else
               "in progress" if is_locked(run_dir) else "incomplete")
     created = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC)
-    segments = info.get("segments") or []
-    return RunSummary(run_id=run_id, query=info["query"], versions=versions, status=status,
+    segments = info.segments
+    return RunSummary(run_id=run_id, query=info.query, versions=versions, status=status,
                       batches_done=done, batches_total=total, output_rows=rows,
                       created=created.strftime("%Y-%m-%d %H:%M:%S UTC"),
                       segments=max(1, len(segments)),

@@ -7,6 +7,7 @@ Every module of ``jobs`` and ``orchestration`` takes its configuration from a :c
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,17 +66,9 @@ class Settings:
         def get(name: str, default: str) -> str:
             return env.get(name) or default
 
-        per_job = get("REPRISE_BATCHES_PER_JOB", "32")
-        if not per_job.strip().isdigit() or int(per_job) < 1:
-            raise SettingsError(f"REPRISE_BATCHES_PER_JOB: expected a positive integer, "
-                                f"got {per_job!r}")
+        per_job = _integer("REPRISE_BATCHES_PER_JOB", get("REPRISE_BATCHES_PER_JOB", "32"), 1)
         buckets = get("REPRISE_BUCKETS", "")
-        if buckets and (not buckets.strip().isdigit() or int(buckets) < 1):
-            raise SettingsError(f"REPRISE_BUCKETS: expected a positive integer, got {buckets!r}")
-        local = get("REPRISE_LOCAL_EVENTS", "20000")
-        if not local.strip().isdigit():
-            raise SettingsError(f"REPRISE_LOCAL_EVENTS: expected a non-negative integer, "
-                                f"got {local!r}")
+        local = _integer("REPRISE_LOCAL_EVENTS", get("REPRISE_LOCAL_EVENTS", "20000"), 0)
         return cls(
             warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
             catalog=Path(get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))),
@@ -84,14 +77,22 @@ class Settings:
             delta_backend=get("REPRISE_DELTA_BACKEND", "auto"),
             delta_jars=get("REPRISE_DELTA_JARS", ""),
             delta_packages=get("REPRISE_DELTA_PACKAGES", ""),
-            batches_per_job=int(per_job),
-            buckets=int(buckets) if buckets else None,
+            batches_per_job=per_job,
+            buckets=_integer("REPRISE_BUCKETS", buckets, 1) if buckets else None,
             exchange=get("REPRISE_EXCHANGE", "direct"),
             kernel_dir=_kernel_dir(env),
             progress=env.get("REPRISE_PROGRESS") == "1",
             verbose=env.get("REPRISE_VERBOSE", "") not in ("", "0"),
-            local_events=int(local),
+            local_events=local,
         )
+
+
+def _integer(name: str, text: str, minimum: int) -> int:
+    """The ASCII decimal integer ``text`` of variable ``name``, at least ``minimum``."""
+    if not re.fullmatch(r"\s*[0-9]+\s*", text) or int(text) < minimum:
+        kind = "a positive" if minimum == 1 else "a non-negative"
+        raise SettingsError(f"{name}: expected {kind} integer, got {text!r}")
+    return int(text)
 
 
 def _kernel_dir(env: Mapping[str, str]) -> Path | None:

@@ -28,6 +28,15 @@ class SharingError(RepriseError):
     """Queries cannot be planned together (the message names them and their recordings)."""
 
 
+def named_once(names: list[str]) -> None:
+    """Refuse an empty list of query names or one naming a query twice."""
+    if not names:
+        raise SharingError("name at least one query")
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise SharingError(f"queries named more than once: {', '.join(twice)}")
+
+
 def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
     """The named queries, which must read one recording (else the error says which recording
     each reads)."""
@@ -54,11 +63,7 @@ def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
     """The planner's view of each named query that can share a scan (see :func:`on_its_own`);
     the queries must read one recording (else the error says which recording each reads) and
     be named once."""
-    if not names:
-        raise SharingError("name at least one query")
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise SharingError(f"queries named more than once: {', '.join(twice)}")
+    named_once(names)
     queries = one_recording(catalog, names)
     return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries
             if on_its_own(q) is None]

@@ -51,7 +51,7 @@ from .replay import BatchReport, Replay
 from .run_info import RunInfo
 from .run_lock import run_lock
 from .runs import resume_note
-from .shared_plan import on_its_own, one_recording, shared_plan
+from .shared_plan import named_once, on_its_own, one_recording, shared_plan
 
 QUERY = "__query"
 
@@ -284,6 +284,7 @@ def replay_queries(runner: Replay, names: list[str], plan: str | None, version: 
                    share: bool, say: Callable[[str], None]) -> list[tuple[RunInfo, pa.Table]]:
     """``reprise replay Q1 Q2 ...``: each query's run and manifest, replayed as one shared run
     (queries on one recording) or, with ``share`` False, one after another."""
+    named_once(names)  # before any run is prepared
     if share:
         one_recording(runner.catalog, names)
     shared = SharedReplay(runner)

@@ -12,11 +12,14 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from engine.errors import RepriseError
 
 from .cluster import is_local
 from .code_shipping import EXECUTOR_PYTHONPATH, ship_code
-from .jvm_stderr import jvm_stderr_quiet
+from .jvm_stderr import jvm_log_path, jvm_stderr_quiet
 from .settings import Settings, SettingsError, load_settings
 
 LOOPBACK = "127.0.0.1"
@@ -88,6 +91,10 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     elif settings.buckets:
         resolved["spark.sql.shuffle.partitions"] = str(settings.buckets)
     if settings.delta_jars:
+        missing = [j for j in settings.delta_jars.split(",") if not Path(j.strip()).is_file()]
+        if missing:  # Spark would start without them and `auto` would quietly pick delta-rs
+            raise SettingsError(f"REPRISE_DELTA_JARS: no such file {missing[0].strip()!r} "
+                                "(comma-separated local paths of the Delta Spark jars)")
         resolved["spark.jars"] = settings.delta_jars
     if settings.delta_packages:
         resolved["spark.jars.packages"] = settings.delta_packages
@@ -125,15 +132,42 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     builder = SparkSession.builder.master(master).appName("reprise")
     for key, value in resolved.items():
         builder = builder.config(key, value)
-    if settings.verbose:
-        spark = builder.getOrCreate()
-    else:
-        with jvm_stderr_quiet():
+    log = jvm_log_path()
+    start = log.stat().st_size if log.exists() else 0
+    try:
+        if settings.verbose:
             spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        else:
+            with jvm_stderr_quiet():
+                spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+    except PySparkRuntimeError as exc:  # the JVM exited at launch (a bad master or conf)
+        why = "" if settings.verbose else _jvm_failure(log, start)
+        where = "above" if settings.verbose else f"in {log}"
+        raise SparkStartError(
+            f"Spark did not start with master {master!r} (REPRISE_SPARK_MASTER, "
+            f"REPRISE_SPARK_CONF): {why or exc}; the JVM's output is {where}") from exc
     if not is_local(spark.sparkContext.master):
         ship_code(spark)
     return spark
+
+
+class SparkStartError(RepriseError):
+    """The JVM exited before the session started; the message names the master and why."""
+
+
+def _jvm_failure(log: Path, start: int) -> str:
+    """The first line the failed launch wrote to ``log`` after byte ``start`` that is neither a
+    warning nor a stack frame ("" if none)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            lines = f.read(65_536).decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.removeprefix('Exception in thread "main" ').strip() for line in lines
+                 if line.strip() and not line[0].isspace() and not line.startswith("WARNING")),
+                "")
 
 
 def delta_jars_loadable(spark: SparkSession) -> bool:

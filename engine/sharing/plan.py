@@ -164,10 +164,12 @@ class SharedPlan:
             lines.append(f"{name}: cluster {r['cluster']}, where {r['where']}, {work}{having}; "
                          f"cost {q['in_cluster']:,} shared vs {q['alone']:,} alone")
         cost, counters = estimates["cost"], data["counters"]
+        entering = estimates["rows_entering_queries"]
         lines += [f"rows read {estimates['rows_read']['shared']:,} shared vs "
-                  f"{estimates['rows_read']['standalone']:,} standalone; cost "
+                  f"{estimates['rows_read']['standalone']:,} standalone; rows entering the "
+                  f"queries {entering['shared']:,} vs {entering['standalone']:,}; cost "
                   f"{cost['shared']:,} vs {cost['standalone']:,}",
-                  f"served: {counters['match']} match, {counters['merge']} widened, "
+                  f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
                   f"{counters['alone']} alone; without widening "
                   f"{counters['shared_match_only']} would share"]
         return "\n".join(lines)

@@ -15,9 +15,10 @@ BACKENDS = ("auto", "delta-rs", "delta-spark")
 
 def _named(backend: str | None, settings: Settings | None) -> str:
     """``backend``, else the settings' ``REPRISE_DELTA_BACKEND``; SettingsError when unknown."""
+    source = "--backend" if backend else "REPRISE_DELTA_BACKEND"
     backend = backend or (load_settings() if settings is None else settings).delta_backend
     if backend not in BACKENDS:
-        raise SettingsError(f"unknown Delta backend {backend!r}; "
+        raise SettingsError(f"{source}: unknown Delta backend {backend!r}; "
                             f"expected one of {', '.join(BACKENDS)}")
     return backend
 

@@ -162,7 +162,8 @@ def _bytes(path: Path, data: bytes) -> Path:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["record", "nope", "x.csv"], "error: unknown recording 'nope'"),
-    (["record", "vitals", "x.csv", "--backend", "foo"], "error: unknown Delta backend 'foo'"),
+    (["record", "vitals", "x.csv", "--backend", "foo"],
+     "error: --backend: unknown Delta backend 'foo'"),
 ])
 def test_command_problems_are_one_line(wh, args, message) -> None:
     result = CliRunner().invoke(app, [*args, "--warehouse", str(wh.root), "--catalog",

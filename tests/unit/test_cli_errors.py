@@ -52,3 +52,43 @@ def test_the_catalog_comes_from_the_option_else_the_environment(tmp_path, monkey
     monkeypatch.setenv("REPRISE_CATALOG", str(SCHEMAS))
     result = run("analyze", "--query", "ads_campaign_counts")
     assert result.exit_code == 0 and "bounded" in result.output, result.output
+
+
+def test_a_line_of_text_is_never_broken_without_a_terminal(capsys):
+    # before: the 120-column console broke the run's summary line ("... peak state 59 rows /\n")
+    import pandas as pd
+
+    from jobs.cli import print_manifest_summary
+
+    manifest = pd.DataFrame({"duration_s": [1.0, 1.0], "rows_in": [10**6, 0],
+                             "rows_out": [10**5, 1], "late": [123, 0], "quarantined": [4, 0],
+                             "state_rows": [10**6, 0], "state_bytes": [10**9, 0]})
+    print_manifest_summary("a-rather-long-run-id-v12-rows40000-aad006-segment", manifest)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "1000000000 bytes" in out, out
+
+
+def test_option_help_names_the_environment_variable():
+    # before: "[env REPRISE_WAREHOUSE, ...]" was read as rich markup and vanished from --help
+    def words(*args: str) -> str:  # the help's words, without the box drawn around them
+        return " ".join(run(*args).output.replace("│", " ").split())
+
+    out = words("replay", "--help")
+    for text in ("env REPRISE_WAREHOUSE", "env REPRISE_CATALOG", "env REPRISE_DELTA_BACKEND"):
+        assert text in out, out
+    assert "env REPRISE_VERBOSE=1" in words("--help")
+
+
+def test_a_table_is_never_cut_without_a_terminal(capsys):
+    # before: `record`'s table showed two long file names as the same "/tmp/…/another…"
+    from rich.table import Table
+
+    from jobs.cli import print_table
+
+    names = [f"/data/{'a-long-directory-name/' * 6}readings-{i}.csv" for i in (7, 8)]
+    table = Table("file", "rows")
+    for name in names:
+        table.add_row(name, "1")
+    print_table(table)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(sum(name in line for line in lines) == 1 for name in names), lines

@@ -55,6 +55,15 @@ def test_a_bad_batches_per_job_names_the_variable(value):
         Settings.from_env({"REPRISE_BATCHES_PER_JOB": value})
 
 
+@pytest.mark.parametrize("name", ["REPRISE_BATCHES_PER_JOB", "REPRISE_BUCKETS",
+                                  "REPRISE_LOCAL_EVENTS"])
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1.5"])
+def test_a_count_that_is_not_ascii_digits_is_a_settings_error(name, value):
+    # str.isdigit() accepts '²' and '٣', which int() then refuses (a traceback before)
+    with pytest.raises(SettingsError, match=f"{name}: .*integer"):
+        Settings.from_env({name: value})
+
+
 def test_the_readme_table_documents_every_setting_with_its_default():
     section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `(REPRISE_\w+)` \|([^|]*)\|", section, re.MULTILINE))
@@ -62,3 +71,12 @@ def test_the_readme_table_documents_every_setting_with_its_default():
     s = Settings.from_env({})
     for name in ("spark_master", "delta_backend", "batches_per_job", "exchange"):
         assert rows[variable(name)].strip() == f"`{getattr(s, name)}`"
+
+
+def test_an_unknown_backend_names_the_variable_or_the_option():
+    from jobs.storage import open_driver_storage
+
+    with pytest.raises(SettingsError, match=r"^REPRISE_DELTA_BACKEND: unknown Delta backend 'x'"):
+        open_driver_storage(settings=Settings(delta_backend="x"))
+    with pytest.raises(SettingsError, match=r"^--backend: unknown Delta backend 'y'"):
+        open_driver_storage("y", settings=Settings(delta_backend="x"))

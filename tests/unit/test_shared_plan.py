@@ -75,6 +75,12 @@ def test_plan_text_names_clusters_residuals_and_hash(tmp_path):
     assert doc["plan_hash"] in result.output
     assert "cluster 0" in result.output and "s1: cluster" in result.output
     assert "rows read" in result.output
+    entering = doc["estimates"]["rows_entering_queries"]  # the README lists it in the text too
+    assert (f"rows entering the queries {entering['shared']:,} vs "
+            f"{entering['standalone']:,}") in result.output
+    counters = doc["counters"]  # MATCH, MERGE, alone: the README's (and the JSON's) words
+    assert (f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
+            f"{counters['alone']} alone") in result.output
 
 
 def test_queries_on_different_recordings_say_which_each_reads():
@@ -118,6 +124,17 @@ def test_replay_of_several_queries_refuses_one_run_id():
     result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "vitals_low_spo2", "--run-id",
                                       "x", "--catalog", str(SCHEMAS)])
     assert result.exit_code == 1 and "--run-id names the run of one query" in result.output
+
+
+def test_replay_of_a_query_named_twice_is_refused_before_any_run_is_made(tmp_path):
+    # before: both runs were prepared (run.json written, "run ..." printed twice), then refused
+    schemas, warehouse = setup(tmp_path)
+    for extra in ([], ["--no-share"]):
+        result = CliRunner().invoke(app, ["replay", "s1", "w1", "s1", *extra, "--catalog",
+                                          str(schemas), "--warehouse", str(warehouse)])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip() == "error: queries named more than once: s1"
+        assert not (warehouse / "runs").exists()
 
 
 def test_runs_that_cannot_share_are_all_replayed_on_their_own(tmp_path):

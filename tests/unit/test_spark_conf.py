@@ -11,7 +11,15 @@ from jobs.settings import Settings, SettingsError
 from jobs.spark import DELTA_CONF, delta_jars_configured, parse_conf, session_conf
 from jobs.storage import BACKENDS, open_storage
 
-JARS = "/opt/jars/delta-spark_2.13-4.0.0.jar,/opt/jars/delta-storage-4.0.0.jar"
+
+@pytest.fixture
+def jars(tmp_path) -> str:
+    """REPRISE_DELTA_JARS naming two (empty) jar files that exist."""
+    paths = [tmp_path / "delta-spark_2.13-4.0.0.jar", tmp_path / "delta-storage-4.0.0.jar"]
+    for path in paths:
+        path.write_bytes(b"")
+    return ",".join(map(str, paths))
+
 
 env_settings = Settings.from_env  # the settings of an environment mapping
 
@@ -143,9 +151,9 @@ def test_malformed_conf_pair_raises_naming_it(text, bad):
     assert repr(bad) in str(info.value)
 
 
-def test_delta_jars_add_jars_and_delta_conf():
-    _, conf = session_conf(settings=env_settings({"REPRISE_DELTA_JARS": JARS}))
-    assert conf["spark.jars"] == JARS
+def test_delta_jars_add_jars_and_delta_conf(jars):
+    _, conf = session_conf(settings=env_settings({"REPRISE_DELTA_JARS": jars}))
+    assert conf["spark.jars"] == jars
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.catalog.spark_catalog"] == (
         "org.apache.spark.sql.delta.catalog.DeltaCatalog")
@@ -161,10 +169,10 @@ def test_delta_packages_add_delta_conf():
     assert conf["spark.sql.extensions"] == DELTA_CONF["spark.sql.extensions"]
 
 
-def test_delta_conf_can_be_overridden():
+def test_delta_conf_can_be_overridden(jars):
     _, conf = session_conf(
         conf={"spark.databricks.delta.properties.defaults.enableDeletionVectors": "true"},
-        settings=env_settings({"REPRISE_DELTA_JARS": JARS}))
+        settings=env_settings({"REPRISE_DELTA_JARS": jars}))
     assert conf["spark.databricks.delta.properties.defaults.enableDeletionVectors"] == "true"
     assert conf["spark.sql.catalog.spark_catalog"] == DELTA_CONF["spark.sql.catalog.spark_catalog"]
 
