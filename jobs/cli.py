@@ -420,5 +420,26 @@ def runs(warehouse: Warehouse_ = None) -> None:
 
 from . import cli_analyze  # noqa: E402, F401  (registers `reprise analyze` on app)
 
+
+def run() -> None:
+    """The ``reprise`` command: :data:`app`, then an immediate exit with its status.
+
+    Python's normal exit runs native destructors while threads of delta-rs and pyarrow may
+    still be running; now and then that aborts the process ("terminate called without an
+    active exception", exit 134) after the command has done its work. The output streams are
+    flushed, then the process ends without that teardown (the Spark JVM, if one was started,
+    exits when its gateway's standard input closes)."""
+    try:
+        app()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    app()
+    run()
