@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from engine.catalog import Catalog, load_catalog
 from engine.errors import RepriseError
 
+from .process_exit import exit_now
 from .progress import bar
 from .settings import Settings, load_settings
 
@@ -422,13 +423,8 @@ from . import cli_analyze  # noqa: E402, F401  (registers `reprise analyze` on a
 
 
 def run() -> None:
-    """The ``reprise`` command: :data:`app`, then an immediate exit with its status.
-
-    Python's normal exit runs native destructors while threads of delta-rs and pyarrow may
-    still be running; now and then that aborts the process ("terminate called without an
-    active exception", exit 134) after the command has done its work. The output streams are
-    flushed, then the process ends without that teardown (the Spark JVM, if one was started,
-    exits when its gateway's standard input closes)."""
+    """The ``reprise`` command: :data:`app`, then :func:`~jobs.process_exit.exit_now` with its
+    status."""
     try:
         app()
         code = 0
@@ -436,9 +432,7 @@ def run() -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import dagster as dg
 from rich.console import Console
 from rich.table import Table
 
+from jobs.process_exit import exit_now
+
 from .automation import ALL_JOB
 from .definitions import build_definitions
 from .resources import default_resources
@@ -114,4 +116,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -19,6 +19,20 @@ os.environ["REPRISE_SPARK_MASTER"] = os.environ.get("REPRISE_TEST_SPARK_MASTER",
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_sessionfinish(session, exitstatus):
+    session.config._reprise_status = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """End the test process without the interpreter's teardown, which delta-rs and pyarrow
+    threads can turn into an abort after every test has passed (jobs/process_exit.py)."""
+    status = getattr(config, "_reprise_status", None)
+    if status is not None:  # (no session: pytest reports its own usage error)
+        from jobs.process_exit import exit_now
+
+        exit_now(status)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from jobs.spark import get_spark
