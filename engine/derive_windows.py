@@ -29,7 +29,7 @@ class Groups:
 
     @staticmethod
     def of(keys: pd.Series) -> Groups:
-        codes, uniques = pd.factorize(keys.to_numpy(dtype=object), use_na_sentinel=False)
+        codes, uniques = _factorized(keys)
         order = np.argsort(codes, kind="stable")
         sorted_codes = codes[order]
         starts = np.r_[0, np.flatnonzero(np.diff(sorted_codes)) + 1, len(codes)]
@@ -45,6 +45,16 @@ class Groups:
         out = np.empty_like(values)
         out[self.order] = values
         return out
+
+
+def _factorized(keys: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of the key values (nulls one key, numbered in order of appearance); a
+    categorical column is factorized by its codes, not its values."""
+    if not isinstance(keys.dtype, pd.CategoricalDtype):
+        return pd.factorize(keys.to_numpy(dtype=object), use_na_sentinel=False)
+    codes, first = pd.factorize(keys.cat.codes.to_numpy(), use_na_sentinel=False)
+    categories = np.append(keys.cat.categories.to_numpy(dtype=object), None)
+    return codes, categories[first]  # code -1 (null): the None after the categories
 
 
 @dataclass

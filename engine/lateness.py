@@ -64,6 +64,8 @@ def isos(us: np.ndarray) -> np.ndarray:
 def late_reasons(t: np.ndarray, before: np.ndarray, lateness: int) -> list[str]:
     """The reason of each late event (event times ``t``, its key's max event time ``before``):
     times in ISO 8601 UTC, the lateness in seconds."""
+    if not len(t):
+        return []
     text = f"{lateness / 1e6:g}s"
     return [f"event time {ti} is below the key's watermark {wi} (max event time seen {pi} "
             f"minus lateness {text})" for ti, wi, pi in zip(

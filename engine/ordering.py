@@ -40,9 +40,12 @@ def max_before(code: np.ndarray, values: np.ndarray, start: np.ndarray
     """For rows grouped by ``code`` (a group's rows contiguous, in arrival order): per row, the
     max of its key's ``start[code]`` and the values of the group's earlier rows; and per row the
     running max of the group's values up to and including it (``start`` left out)."""
-    running = pd.Series(values).groupby(code, sort=False).cummax().to_numpy()
+    firsts = np.r_[True, code[1:] != code[:-1]] if len(code) else np.zeros(0, np.bool_)
+    if (firsts[1:] | (values[1:] >= values[:-1])).all():  # each group's values never go down
+        running = values.copy()
+    else:
+        running = pd.Series(values).groupby(code, sort=False).cummax().to_numpy()
     before = np.empty_like(running)
     before[1:] = running[:-1]
-    firsts = np.r_[True, code[1:] != code[:-1]] if len(code) else np.zeros(0, np.bool_)
     before[firsts] = start[code[firsts]]
     return np.maximum(before, start[code]), running

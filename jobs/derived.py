@@ -96,7 +96,7 @@ def _out_of_order(files: list[dict], key: str, column: str) -> str | None:
     """Why ordering a key's events by ``column`` then arrival is not their arrival order (a
     null, or a value below an earlier one of the key), or None: then ``ORDER BY column, __seq``
     is ``ORDER BY __seq`` over the pinned input."""
-    parts = [_read(f["uri"], [key, column]) for f in files]
+    parts = [_read(f["uri"], [key, column], [key]) for f in files]
     if not parts:
         return None
     table = pa.concat_tables(parts)
@@ -105,14 +105,27 @@ def _out_of_order(files: list[dict], key: str, column: str) -> str | None:
         return f"{column} has nulls"
     if pa.types.is_timestamp(values.type):
         values = pc.cast(values, pa.int64())
-    codes, _ = pd.factorize(table.column(key).to_numpy(zero_copy_only=False).astype(object),
-                            use_na_sentinel=False)
-    order = np.argsort(codes, kind="stable")
+    codes = _key_codes(table.column(key))
+    order = np.argsort(codes, kind="stable")  # each key's events in arrival order
     v = values.to_numpy()[order]
     same_key = codes[order][1:] == codes[order][:-1]
     if (same_key & (v[1:] < v[:-1])).any():
         return f"some key's events do not arrive in {column} order"
     return None
+
+
+def _key_codes(keys: pa.ChunkedArray) -> np.ndarray:
+    """A number per value of a key column, equal for equal keys (nulls being one key); a text
+    key comes dictionary-encoded (its codes are then the dictionary's indices, the smallest
+    integer type that holds them, so that the sort by code is a radix sort)."""
+    if not pa.types.is_dictionary(keys.type):
+        return pd.factorize(keys.to_numpy(zero_copy_only=False).astype(object),
+                            use_na_sentinel=False)[0]
+    encoded = keys.unify_dictionaries().combine_chunks() if keys.num_chunks else \
+        pa.array([], keys.type)
+    size = len(encoded.dictionary) + 1  # nulls: the code after the dictionary's
+    codes = encoded.indices.fill_null(size - 1).to_numpy()
+    return codes.astype(np.min_scalar_type(size))
 
 
 def exchange_for(ctx: RunContext, requested: str, files: list[dict]) -> str:

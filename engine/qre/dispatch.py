@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,30 +103,50 @@ class EvaluatedRuns:
 
 
 
-def _float_texts(values: np.ndarray) -> list[str]:
-    """``json.dumps`` of each float."""
-    texts = list(map(float.__repr__, values.tolist()))
-    for i in np.flatnonzero(~np.isfinite(values)):
-        texts[i] = _NON_FINITE[texts[i]]
-    return texts
+def _leaf_texts(column: np.ndarray, show: Callable[[Any], str], prefix: str, suffix: str
+                ) -> np.ndarray:
+    """``prefix + show(v) + suffix`` of each value of ``column`` (int64 or float64), formatted
+    once per distinct bit pattern (so ``-0.0`` stays apart from ``0.0``, any NaN is NaN)."""
+    bits = column.view(np.int64)
+    distinct, inverse = np.unique(bits, return_inverse=True)
+    shown = [prefix + show(v) + suffix for v in distinct.view(column.dtype).tolist()]
+    return np.array(shown, dtype=object)[inverse.reshape(-1)] if shown \
+        else np.empty(0, dtype=object)
 
 
-def _texts(kind: Kind, ints: np.ndarray, floats: np.ndarray, used: list[int]) -> list[str]:
-    """``json.dumps(value, default=str)`` of each kernel output value of ``kind``, whose leaves
-    are the next int and float slots (``used``: the slots taken so far)."""
-    if kind == "u":
-        return [json.dumps(UNIT, default=str)] * len(ints)
+def _float_text(value: float) -> str:
+    """``json.dumps`` of a float."""
+    text = repr(value)
+    return _NON_FINITE.get(text, text)
+
+
+def _texts(kind: Kind, ints: np.ndarray, floats: np.ndarray, used: list[int],
+           prefix: str = "", suffix: str = "") -> np.ndarray:
+    """``prefix + json.dumps(value, default=str) + suffix`` of each kernel output value of
+    ``kind`` (an object array), whose leaves are the next int and float slots (``used``: the
+    slots taken so far). Leaves are formatted per distinct value, with the brackets and commas
+    around them; only the leaves of a tuple are joined row by row."""
+    rows = len(ints)
+    if kind == "u" or kind == ():
+        text = json.dumps(UNIT, default=str) if kind == "u" else "[]"
+        return np.full(rows, prefix + text + suffix, dtype=object)
     if isinstance(kind, tuple):
-        parts = [_texts(k, ints, floats, used) for k in kind]
-        return ["[" + ", ".join(row) + "]" for row in zip(*parts, strict=True)] if parts \
-            else ["[]"] * len(ints)
+        last = len(kind) - 1
+        parts = [_texts(k, ints, floats, used, prefix + "[" if i == 0 else ", ",
+                        "]" + suffix if i == last else "") for i, k in enumerate(kind)]
+        joined = parts[0]
+        for part in parts[1:]:
+            joined = np.add(joined, part)
+        return joined
     if kind == "f":
         used[1] += 1
-        return _float_texts(floats[:, used[1] - 1])
+        return _leaf_texts(floats[:, used[1] - 1], _float_text, prefix, suffix)
     used[0] += 1
     column = ints[:, used[0] - 1]
-    return np.where(column != 0, "true", "false").tolist() if kind == "b" \
-        else list(map(str, column.tolist()))
+    if kind == "b":
+        return np.where(column != 0, prefix + "true" + suffix, prefix + "false" + suffix
+                        ).astype(object)
+    return _leaf_texts(column, str, prefix, suffix)
 
 
 def _kernel_values(kernel: Kernel, result: KernelRun, rows: np.ndarray

@@ -191,8 +191,10 @@ class QreOperator(KeyedOperator):
             keep = texts != previous
         last[owner[run[ends]]] = texts[ends]
         events, run = events[keep], run[keep]
+        rank, _ = pd.factorize(keys.key, sort=True, use_na_sentinel=False)  # keys' sort order
         return evaluator, last, self._frame(keys.key[owner[run]], released.t[events],
-                                            released.seq[events], values[keep], texts[keep])
+                                            released.seq[events], values[keep], texts[keep],
+                                            rank[owner[run]])
 
 
 
@@ -260,14 +262,18 @@ class QreOperator(KeyedOperator):
                              "last": keys.last})
 
     def _frame(self, key: np.ndarray, event_time: Any, arrival_seq: Any, value: Any,
-               value_json: Any) -> pd.DataFrame:
-        """Output rows, in ``output_keys`` order (one row per key in mode ``final``)."""
+               value_json: Any, rank: np.ndarray | None = None) -> pd.DataFrame:
+        """Output rows, in ``output_keys`` order (one row per key in mode ``final``); ``rank``:
+        codes of the rows' keys that sort like the keys, when known."""
         arrival_seq = np.asarray(arrival_seq, dtype=np.int64)
-        rows = key_order(key, arrival_seq)
+        rows = key_order(key, arrival_seq) if rank is None else \
+            order_by_code(rank.astype(np.int64), arrival_seq)
+        texts = value_json if isinstance(value_json, np.ndarray) and value_json.dtype == object \
+            else objects(list(value_json))
         return pd.DataFrame({
             self.key: key[rows], "event_time": np.asarray(event_time, dtype=np.int64)[rows],
             "arrival_seq": arrival_seq[rows], "value": np.asarray(value, dtype=np.float64)[rows],
-            "value_json": objects(list(value_json))[rows]})
+            "value_json": texts[rows]})
 
 
 #: Keys with at most this many on-time events are checked with the polynomial reference (about

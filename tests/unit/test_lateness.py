@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from engine.lateness import Marks, arrival_order, late_reasons, late_split, split_batch
 from engine.operator import REASON, SEQ, TIME
-from engine.ordering import NO_TIME
+from engine.ordering import NO_TIME, max_before
 
 
 def test_late_is_below_the_max_seen_before_minus_the_lateness():
@@ -85,3 +86,21 @@ def test_a_qre_late_event_has_the_same_reason_text_as_a_window_late_event():
         "event time 1970-01-01T00:00:00.000000Z is below the key's watermark "
         "1970-01-01T00:00:05.000000Z (max event time seen 1970-01-01T00:00:15.000000Z minus "
         "lateness 10s)"]
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["in-order", "disordered"])
+def test_max_before_is_the_running_max_of_each_key(in_order):
+    rng = np.random.default_rng(int(in_order))
+    code = np.sort(rng.integers(0, 30, 400))
+    values = rng.integers(-50, 50, 400)
+    if in_order:  # each key's values never go down (the common case: a shortcut)
+        values = np.sort(values + code * 1000) - code * 1000
+    start = np.where(rng.random(30) < 0.3, NO_TIME, rng.integers(-60, 60, 30))
+    before, running = max_before(code, values, start)
+    expected_before, expected_running, last = [], [], {}
+    for c, v in zip(code.tolist(), values.tolist(), strict=True):
+        expected_before.append(max(last.get(c, NO_TIME), int(start[c])))
+        last[c] = max(last.get(c, v), v)
+        expected_running.append(last[c])
+    assert before.tolist() == expected_before
+    assert running.tolist() == expected_running
