@@ -339,7 +339,7 @@ class Replay:
         if self.before_manifest is not None:
             self.before_manifest(info.run_id, group)
         self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
-                          Txn(f"{info.txn_prefix}/manifest", group[-1]), _meta(info, group[-1]))
+                          info.txn("manifest", group[-1]), _meta(info, group[-1]))
         return reports, state_version
 
     def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
@@ -398,7 +398,7 @@ class Replay:
         versions = {}
         for batch in batches:
             versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
-                                           Txn(f"{info.txn_prefix}/{kind}", batch),
+                                           info.txn(kind, batch),
                                            _meta(info, batch), remove=removals,
                                            need_version=kind == "output",
                                            force=removals is not None)[0]
@@ -417,7 +417,7 @@ class Replay:
             step = steps[batch]
             replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
             version, skipped = self._commit(path, step.staged["state"], schema,
-                                            Txn(f"{info.txn_prefix}/state", batch),
+                                            info.txn("state", batch),
                                             _meta(info, batch), remove=replaced)
             live = (self.storage.live_files(path, version) if skipped
                     # an earlier attempt committed this batch's state files: ask the table
