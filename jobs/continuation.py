@@ -28,7 +28,7 @@ from . import plans
 from .arrival import sequenced
 from .merged import merged_events
 from .replay import BatchReport, Replay, resolve_cuts
-from .run_info import ReplayError, RunInfo, fingerprint, read_run
+from .run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from .run_lock import run_lock
 from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run
@@ -249,7 +249,7 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
                "to_version": next(iter(sources.values())), "sources": sources,
                "first_batch": keep, "batches": len(cuts) - 1 - keep,
                "events": cuts[-1] - info.total, "rewind_seq": cuts[keep],
-               "old_total": info.total, "rewound": False}
+               "old_total": info.total, "rewound": False, "txn": TXN_SCHEME}
     info.segments = [*segments, segment]
     info.cuts, info.files, info.input_version, info.sources = cuts, files, version, (
         sources if info.sources else {})

@@ -290,23 +290,19 @@ def files_table(rows: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(rows, schema=_FILES_ARROW, preserve_index=False)
 
 
-def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) -> pd.DataFrame:
-    """The events of one bucket in the plan's arrival range, read straight from the input files.
+def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
+                  ranged: list[tuple[pa.Table, np.ndarray, np.ndarray]] | None = None
+                  ) -> pd.DataFrame:
+    """The events of one bucket in the plan's arrival range, read straight from the input files
+    (``ranged``: those files as :func:`range_events` read them, when already read).
 
     Keys are bucketed with pandas' stable hash (not Spark's), so a run sticks to one exchange.
     A text key column is read dictionary-encoded (each distinct key is hashed once); it stays
     categorical for an operator that takes key codes and becomes plain values otherwise.
     """
-    lo, hi = plan.batches[0][1], plan.batches[-1][2]
-    key, tables = plan.op.key, []
-    derived = plan.derive.names if plan.derive else ()
-    columns = [c for c in plan.recording_columns if c not in derived]
-    for f in files:
-        fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
-            pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=[key])
-        seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
-        mine = (seq >= lo) & (seq < hi) & (key_buckets(table.column(key), buckets) == bucket)
+    lo, key, tables = plan.batches[0][1], plan.op.key, []
+    for table, seq, of in range_events(plan, files, buckets) if ranged is None else ranged:
+        mine = of == bucket
         table = table.filter(pa.array(mine))
         times = table.column(plan.time_column).cast(pa.timestamp("us")).cast(pa.int64())
         tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
@@ -320,6 +316,26 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int) 
     if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
         events[key] = events[key].to_numpy(dtype=object)
     return events
+
+
+def range_events(plan: StepPlan, files: list[dict], buckets: int
+                 ) -> list[tuple[pa.Table, np.ndarray, np.ndarray]]:
+    """Each input file's events in the plan's arrival range: (rows, their arrival sequence,
+    their bucket), the files read once for every bucket."""
+    lo, hi = plan.batches[0][1], plan.batches[-1][2]
+    key, out = plan.op.key, []
+    derived = plan.derive.names if plan.derive else ()
+    columns = [c for c in plan.recording_columns if c not in derived]
+    for f in files:
+        fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
+            pa.fs.LocalFileSystem(), f["uri"])
+        table = pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=[key])
+        seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
+        inside = (seq >= lo) & (seq < hi)
+        if not inside.all():
+            table, seq = table.filter(pa.array(inside)), seq[inside]
+        out.append((table, seq, key_buckets(table.column(key), buckets)))
+    return out
 
 
 def no_events(plan: StepPlan) -> pd.DataFrame:
@@ -348,11 +364,13 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
     ``spark`` None: the same bucket tasks run one after the other in this process, without a
     Spark job (for a few events, e.g. a small replay or a continuation's new commits, the job's
-    fixed cost would dominate); the files they write are the same.
+    fixed cost would dominate; the input files are read once for all of them); the files they
+    write are the same.
     """
+    ranged = range_events(plan, files, buckets) if spark is None else None  # (read once)
 
     def step(bucket: int) -> pd.DataFrame:
-        return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
+        return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets, ranged))
 
     return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
 

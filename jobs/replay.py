@@ -256,13 +256,17 @@ class Replay:
             return manifest
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
+        from .segments import output_removals
+
         ctx = self.context(info.query)
         done = self.manifest(info.run_id)
         batch = done.num_rows
         state_version = done.column("state_version")[-1].as_py() if done.num_rows else None
+        removals = output_removals(self, info, done)
         while batch <= info.batches:
             group = self.group_of(info, batch)
-            reports, state_version = self._run_group(info, ctx, group, state_version)
+            reports, state_version = self._run_group(info, ctx, group, state_version, removals)
+            removals = None
             for report in reports:
                 if on_batch:
                     on_batch(report)
@@ -324,7 +328,10 @@ class Replay:
                 for b in group}
 
     def _run_group(self, info: RunInfo, ctx: RunContext, group: list[int],
-                   state_version: int | None) -> tuple[list[BatchReport], int | None]:
+                   state_version: int | None, removals: list[str] | None = None
+                   ) -> tuple[list[BatchReport], int | None]:
+        """Run and commit one group of batches; ``removals``: the output files the commit of
+        its first batch removes (see :func:`jobs.segments.output_removals`)."""
         started = time.perf_counter()  # manifest bookkeeping only
         # A fresh directory per attempt: a retried batch never overwrites files that an earlier,
         # crashed attempt may already have committed (the name is bookkeeping, not output).
@@ -345,30 +352,35 @@ class Replay:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
                                lo, hi, plan.time_column, ctx.query.derived)
             steps = execute_step(plan, events, info.buckets)
-        return self.commit(info, plan, group, steps, live, state_version, started)
+        return self.commit(info, plan, group, steps, live, state_version, started, removals)
 
     def commit(self, info: RunInfo, plan: StepPlan, group: list[int],
                steps: dict[int, StepFiles], live: list[LiveFile], state_version: int | None,
-               started: float) -> tuple[list[BatchReport], int | None]:
+               started: float, removals: list[str] | None = None
+               ) -> tuple[list[BatchReport], int | None]:
         """Commit what the workers of ``group`` wrote (``steps``) to the run's tables, then the
-        group's manifest rows, which mark its batches done: (reports, last state version)."""
+        group's manifest rows, which mark its batches done: (reports, last state version).
+        ``removals``: output files the first batch's output commit removes."""
         tables = self.tables(info)
         reports, rows, state_version = self._commit_group(info, tables, plan.schemas, group,
                                                           self.bounds(info, group), steps, live,
-                                                          state_version, started)
+                                                          state_version, started, removals)
         if self.before_manifest is not None:
             self.before_manifest(info.run_id, group)
         self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
-                          Txn(f"{info.txn_prefix}/manifest", group[-1]), _meta(info, group[-1]))
+                          info.txn("manifest", group[-1]), _meta(info, group[-1]))
         return reports, state_version
 
     def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
                       group: list[int], bounds: dict[int, tuple[int, int]],
                       steps: dict[int, StepFiles], live: list[LiveFile],
-                      state_version: int | None, started: float
+                      state_version: int | None, started: float,
+                      removals: list[str] | None = None
                       ) -> tuple[list[BatchReport], list[dict], int | None]:
         """Commit the files of a group's batches: (reports, manifest rows, last state version).
-        A batch's duration is its share of the group's time since ``started``.
+        A batch's duration is its share of the group's time since ``started``; ``removals``:
+        output files the first batch's output commit removes (that commit is made even when it
+        adds and removes nothing, so that a retry finds it done).
 
         Each table takes its batches in order in a thread of its own (the tables do not depend
         on each other, and a crash between them is repaired by the per-batch transactions).
@@ -384,7 +396,7 @@ class Replay:
         with ThreadPoolExecutor(len(KINDS)) as pool:
             appended = {kind: pool.submit(self._commit_appends, info, kind, tables[kind],
                                           schemas[kind], group if kind == "output" else stepped,
-                                          steps)
+                                          steps, removals if kind == "output" else None)
                         for kind in ("output", "late", "quarantine")}
             states = pool.submit(self._commit_states, info, tables["state"], schemas["state"],
                                  stepped, steps, live)
@@ -407,14 +419,19 @@ class Replay:
         return reports, rows, state_version
 
     def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
-                        batches: list[int], steps: dict[int, StepFiles]) -> dict[int, int | None]:
+                        batches: list[int], steps: dict[int, StepFiles],
+                        removals: list[str] | None = None) -> dict[int, int | None]:
         """Commit ``batches`` of an append-only table in order: the version holding each (None
-        for a batch with nothing to add to the late or quarantine table)."""
+        for a batch with nothing to add to the late or quarantine table); the first one's
+        commit also removes ``removals`` (when not None, it is made even if empty)."""
         versions = {}
         for batch in batches:
             versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
-                                           Txn(f"{info.txn_prefix}/{kind}", batch),
-                                           _meta(info, batch), need_version=kind == "output")[0]
+                                           info.txn(kind, batch),
+                                           _meta(info, batch), remove=removals,
+                                           need_version=kind == "output",
+                                           force=removals is not None)[0]
+            removals = None
             if kind == "output" and self.on_commit:
                 self.on_commit(batch)
         return versions
@@ -429,7 +446,7 @@ class Replay:
             step = steps[batch]
             replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
             version, skipped = self._commit(path, step.staged["state"], schema,
-                                            Txn(f"{info.txn_prefix}/state", batch),
+                                            info.txn("state", batch),
                                             _meta(info, batch), remove=replaced)
             live = (self.storage.live_files(path, version) if skipped
                     # an earlier attempt committed this batch's state files: ask the table
@@ -455,15 +472,16 @@ class Replay:
         return self._commit(path, staged, table.schema, txn, meta, remove=remove)
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
-                meta: dict, remove: list[str] | None = None, need_version: bool = True
-                ) -> tuple[int | None, bool]:
+                meta: dict, remove: list[str] | None = None, need_version: bool = True,
+                force: bool = False) -> tuple[int | None, bool]:
         """Commit a batch's files once: (table version holding them, skipped as already done).
 
         A batch that adds and removes nothing leaves an existing table alone (a retry of it
-        would write nothing either); the first batch always creates the table. Without
-        ``need_version`` such a no-op returns no version (it costs a log read).
+        would write nothing either; ``force``: it is committed all the same); the first batch
+        always creates the table. Without ``need_version`` such a no-op returns no version (it
+        costs a log read).
         """
-        if not files and not remove and self.storage.exists(path):
+        if not files and not remove and not force and self.storage.exists(path):
             return (self.storage.version(path) if need_version else None), False
         result = self.storage.commit_files(path, files, schema, txn=txn, metadata=meta,
                                            remove=remove or ())

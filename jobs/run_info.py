@@ -14,7 +14,13 @@ from engine.catalog import QuerySpec
 from engine.errors import RepriseError
 from engine.operator import KeyedOperator
 
+from .storage import Txn
 from .warehouse import Warehouse
+
+#: A continued run's segment ``k`` commits batch ``b`` under app transaction version
+#: ``k << SEGMENT_SHIFT | b`` (:meth:`RunInfo.txn`); segments record the scheme as ``txn``.
+SEGMENT_SHIFT = 32
+TXN_SCHEME = "segment-shifted"
 
 MANIFEST_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("batch", pa.int64()), ("kind", pa.string()),
@@ -53,12 +59,17 @@ class RunInfo:
     #: first replay, each later one a continuation to a newer recording version.
     segments: list[dict] = field(default_factory=list)
 
-    @property
-    def txn_prefix(self) -> str:
-        """Prefix of the run's Delta app ids: the run id, then ``<run_id>/s<k>`` in segment
-        ``k >= 1`` (a continuation recommits batch ids an earlier segment used)."""
+    def txn(self, table: str, batch: int) -> Txn:
+        """The Delta app transaction of batch ``batch``'s commit to the run's ``table``: app id
+        ``<run_id>/<table>``, version the batch id plus ``k << SEGMENT_SHIFT`` in segment ``k``
+        (a continuation recommits batch ids an earlier segment used). One app id per table over
+        all segments: delta-rs finds an app id a table has seen in the newest log entries, and
+        looks one it never saw up in the whole log since the last checkpoint. A segment planned
+        before this scheme (no ``txn`` in its record) keeps its ``<run_id>/s<k>/<table>`` ids."""
         k = len(self.segments) - 1
-        return self.run_id if k < 1 else f"{self.run_id}/s{k}"
+        if k >= 1 and self.segments[-1].get("txn") != TXN_SCHEME:
+            return Txn(f"{self.run_id}/s{k}/{table}", batch)
+        return Txn(f"{self.run_id}/{table}", (max(k, 0) << SEGMENT_SHIFT) + batch)
 
     @property
     def batches(self) -> int:

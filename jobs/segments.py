@@ -7,7 +7,9 @@ last kept batch: the output rows of later batches (at least the end-of-input flu
 were provisional), their late and quarantined events, their manifest rows, and the state is set
 back to what it was after the last kept batch. Each rewind commit is a Delta app transaction
 (``<run_id>/rewind/<table>``, version = segment), so a rewind interrupted by a crash is finished
-by the next attempt (:func:`finish_rewind`) without doing anything twice.
+by the next attempt (:func:`finish_rewind`) without doing anything twice. The output files of
+the rewound batches are removed by the commit of the segment's first batch's output instead (one
+Delta commit less per continuation; :func:`output_removals`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
@@ -91,7 +95,9 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
     """Set the run's tables back to the end of batch ``keep - 1`` (``seq``: the arrival
     sequence where batch ``keep`` starts; ``old_total``: the events the run had read). The
     manifest goes last: until it is rewound, the run is not resumable, and
-    :func:`finish_rewind` finishes the job."""
+    :func:`finish_rewind` finishes the job. The output files of the rewound batches stay live
+    until the segment's first batch commits its output (:func:`output_removals`), unless
+    files must come back too (a file removed since the last kept batch)."""
     storage, run_id = replay.storage, info.run_id
     manifest = replay.manifest(run_id)
     rows = manifest.to_pylist()
@@ -111,19 +117,12 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
 
     def back_to(kind: str, version: int | None) -> None:
         """Make the live files of ``kind`` those it had at ``version`` (none when None)."""
-        path = table(kind)
-        if not storage.exists(path) or version == storage.version(path):
-            return  # (the state when only the flush is redone: it commits no state)
-        now = set(storage.live_files(path))
-        then = set(storage.live_files(path, version)) if version is not None else set()
-        gone = [f.path for f in then - now if not os.path.exists(f.path)]
-        if gone:
-            raise ReplayError(f"run {run_id}: cannot rewind {kind} to version {version}: its "
-                              f"file {gone[0]} was vacuumed (`reprise gc`); replay the query "
-                              "afresh with another --run-id")
-        commit(kind, sorted(then - now), sorted(f.path for f in now - then))
+        add, remove = table_diff(replay, info, kind, version)
+        commit(kind, add, remove)
 
-    back_to("output", last_kept["output_version"] if last_kept else None)
+    output = last_kept["output_version"] if last_kept else None
+    if table_diff(replay, info, "output", output)[0]:  # (else the segment's first batch does it)
+        back_to("output", output)
     back_to("state", last_kept["state_version"] if last_kept else None)
     for kind in ("late", "quarantine"):  # rows of later batches: arrival at or after ``seq``
         path = table(kind)
@@ -137,6 +136,63 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
                                                remove=[f.path for f in storage.live_files(path)])
         if not skipped and version is not None:
             replay.remember_manifest(run_id, version, kept)
+
+
+def table_diff(replay: Replay, info: RunInfo, kind: str, version: int | None
+               ) -> tuple[list[LiveFile], list[str]]:
+    """The files to add back to and to remove from the run's ``kind`` table to make its live
+    files those it had at ``version`` (none when None)."""
+    storage, path = replay.storage, replay.warehouse.run_table(info.run_id, kind)
+    if not storage.exists(path) or version == storage.version(path):
+        return [], []  # (the state when only the flush is redone: it commits no state)
+    now = set(storage.live_files(path))
+    then = set() if version is None else _undone(now, path, version, storage.version(path))
+    if then is None:
+        then = set(storage.live_files(path, version))
+    gone = [f.path for f in then - now if not os.path.exists(f.path)]
+    if gone:
+        raise ReplayError(f"run {info.run_id}: cannot rewind {kind} to version {version}: its "
+                          f"file {gone[0]} was vacuumed (`reprise gc`); replay the query "
+                          "afresh with another --run-id")
+    return sorted(then - now), sorted(f.path for f in now - then)
+
+
+def output_removals(replay: Replay, info: RunInfo, manifest) -> list[str] | None:
+    """The output files of the batches the last segment rewound (at least the provisional
+    end-of-input flush's), which the commit of the segment's first batch's output removes, when
+    the manifest (``manifest``: its rows) ends at that batch; None otherwise. The rewind
+    itself leaves them live (one Delta commit less per continuation): until that commit, done
+    once under the batch's app transaction, the run's manifest does not hold the batch, so a
+    run resumed after a crash computes the same removals again or finds the commit done."""
+    if len(info.segments) < 2 or manifest.num_rows != int(info.segments[-1]["first_batch"]):
+        return None
+    keep = manifest.num_rows
+    version = manifest.column("output_version")[keep - 1].as_py() if keep else None
+    return table_diff(replay, info, "output", version)[1]
+
+
+def _undone(now: set[LiveFile], path: str, version: int, latest: int) -> set[LiveFile] | None:
+    """The live files of the table at ``path`` at ``version``, from those live ``now`` (at
+    ``latest``) and the JSON log entries of the versions after it, which a run table's writers
+    never re-add a path in (each file has a name of its own): without opening the past
+    snapshot, which replays the table's log. None when an entry is not a local file or a file
+    live at ``version`` was removed since (its size and row count are in the snapshot)."""
+    root = path.removeprefix("file://").rstrip("/")
+    added: set[str] = set()
+    removed: set[str] = set()
+    for v in range(version + 1, latest + 1):
+        entry = Path(root) / "_delta_log" / f"{v:020d}.json"
+        if not entry.is_file():
+            return None
+        for line in entry.read_text().splitlines():
+            action = json.loads(line) if line.strip() else {}
+            for kind, paths in (("add", added), ("remove", removed)):
+                if kind in action:
+                    p = unquote(action[kind]["path"])
+                    paths.add(p if p.startswith("/") else f"{root}/{p}")
+    if removed - added:
+        return None
+    return {f for f in now if f.path not in added}
 
 
 def _min_seq(path: str) -> int:
@@ -153,5 +209,5 @@ def describe(segment: dict) -> str:
             f"{int(segment['events']):,} new events")
 
 
-__all__ = ["append_only", "describe", "finish_rewind", "kept_batches", "pending", "rewind",
-           "save_run"]
+__all__ = ["append_only", "describe", "finish_rewind", "kept_batches", "output_removals",
+           "pending", "rewind", "save_run", "table_diff"]

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from test_crash import child_env, late_rows, output_rows
 
-from jobs.continuation import continue_query
+from jobs.continuation import continue_query, extend
 from jobs.recordings.store import generate_recording
 from jobs.replay import Replay
+from jobs.run_info import read_run
+from jobs.segments import finish_rewind, pending
 from jobs.validate import validate_run
 
 PLAN = "rows:1000"
@@ -30,8 +33,12 @@ def later_events(replay: Replay) -> pa.Table:
                             pc.add(table["ts"], day))
 
 
+@pytest.mark.parametrize("after", [0, 3])
 def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
-        spark, storage, catalog, warehouse):
+        spark, storage, catalog, warehouse, after):
+    """Killed before the manifest commit of the group (three batches a group) holding the
+    continuation's first new batch (``after`` 0: whose output commit also removed the old
+    end-of-input flush's files) or of the next group (3)."""
     generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=6_000, seed=4,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)
@@ -41,12 +48,12 @@ def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
     storage.write(later_events(replay), warehouse.recording("vitals"), mode="append")
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("crash_continue.py")),
-         str(warehouse.root), QUERY, "crashy", str(first_new + 1)],
+         str(warehouse.root), QUERY, "crashy", str(first_new + after)],
         cwd=Path(__file__).resolve().parents[2], env=child_env(warehouse.root),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     assert proc.wait(timeout=300) == -signal.SIGKILL, proc.stdout.read().decode()
     # killed: the run's new batches are partly committed, its manifest behind them
-    assert replay.manifest("crashy").num_rows < replay.prepare(QUERY, run_id="crashy").batches
+    assert replay.manifest("crashy").num_rows <= first_new + after
     resumed = continue_query(replay, QUERY, run_id="crashy", log=lambda line: None)
     straight = continue_query(replay, QUERY, run_id="straight", log=lambda line: None)
     assert resumed.info.cuts == straight.info.cuts and not resumed.fresh_reason
@@ -58,6 +65,30 @@ def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
     segments = json.loads((warehouse.run_dir("crashy") / "run.json").read_text())["segments"]
     assert [s["segment"] for s in segments] == [0, 1]
     assert segments[1]["events"] == 6_000 and segments[1]["rewound"]
+
+
+def test_a_continuation_stopped_after_its_rewind_then_continued_equals_uninterrupted(
+        spark, storage, catalog, warehouse):
+    """The rewind leaves the old end-of-input flush's output live for the first new batch's
+    commit to remove: a continuation stopped in between (rewind done and recorded, no batch
+    run) ends with the same tables as one that was not."""
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=3_000, seed=6,
+                       commits=2)
+    replay = Replay(spark, storage, warehouse, catalog)
+    for run_id in ("stopped", "straight"):
+        replay.run(replay.prepare(QUERY, plan=PLAN, run_id=run_id))
+    storage.write(later_events(replay), warehouse.recording("vitals"), mode="append")
+    planned = extend(replay, read_run(warehouse, "stopped"), log=lambda line: None)
+    finish_rewind(replay, planned.info)
+    assert not pending(read_run(warehouse, "stopped"))
+    flush = replay.storage.read_arrow(replay.warehouse.run_table("stopped", "output"))
+    assert planned.segment["first_batch"] in flush.column("batch").to_pylist()  # still live
+    resumed = continue_query(replay, QUERY, run_id="stopped", log=lambda line: None)
+    straight = continue_query(replay, QUERY, run_id="straight", log=lambda line: None)
+    assert resumed.info.cuts == straight.info.cuts
+    assert output_rows(replay, "stopped") == output_rows(replay, "straight")
+    assert late_rows(replay, "stopped") == late_rows(replay, "straight")
+    assert validate_run(replay, catalog, "stopped").ok
 
 
 def test_rewritten_recording_is_replayed_from_scratch_with_the_reason(
