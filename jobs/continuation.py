@@ -14,10 +14,8 @@ cannot be continued: a fresh run is made instead, with the reason logged and kep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +32,7 @@ from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run
 from .shared_compare import STANDALONE_SUFFIX
 from .storage import DeltaStorage
+from .storage.delta_log import log_actions
 
 #: A continuation runs a Spark job of new batches only when they hold more events than this; up
 #: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
@@ -200,16 +199,14 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
 def _added_in(root: str, old: int, new: int) -> dict[str, int] | None:
     """The version (of ``old+1 .. new``) whose commit added each data file, from those versions'
     JSON log entries; None when one of them is missing."""
+    actions = log_actions(root, old + 1, new)
+    if actions is None:
+        return None
     added: dict[str, int] = {}
-    for version in range(old + 1, new + 1):
-        entry = Path(root) / "_delta_log" / f"{version:020d}.json"
-        if not entry.is_file():
-            return None
-        for line in entry.read_text().splitlines():
-            action = json.loads(line) if line.strip() else {}
-            if "add" in action:
-                p = action["add"]["path"]  # (as the snapshot's add actions name it)
-                added.setdefault(p if p.startswith("/") else f"{root}/{p}", version)
+    for version, action in actions:
+        if "add" in action:
+            p = action["add"]["path"]  # (as the snapshot's add actions name it)
+            added.setdefault(p if p.startswith("/") else f"{root}/{p}", version)
     return added
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq
 
 from .run_info import ReplayError
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
+from .storage.delta_log import log_actions
 
 if TYPE_CHECKING:
     from .replay import Replay
@@ -178,18 +178,16 @@ def _undone(now: set[LiveFile], path: str, version: int, latest: int) -> set[Liv
     snapshot, which replays the table's log. None when an entry is not a local file or a file
     live at ``version`` was removed since (its size and row count are in the snapshot)."""
     root = path.removeprefix("file://").rstrip("/")
+    actions = log_actions(root, version + 1, latest)
+    if actions is None:
+        return None
     added: set[str] = set()
     removed: set[str] = set()
-    for v in range(version + 1, latest + 1):
-        entry = Path(root) / "_delta_log" / f"{v:020d}.json"
-        if not entry.is_file():
-            return None
-        for line in entry.read_text().splitlines():
-            action = json.loads(line) if line.strip() else {}
-            for kind, paths in (("add", added), ("remove", removed)):
-                if kind in action:
-                    p = unquote(action[kind]["path"])
-                    paths.add(p if p.startswith("/") else f"{root}/{p}")
+    for _, action in actions:
+        for kind, paths in (("add", added), ("remove", removed)):
+            if kind in action:
+                p = unquote(action[kind]["path"])
+                paths.add(p if p.startswith("/") else f"{root}/{p}")
     if removed - added:
         return None
     return {f for f in now if f.path not in added}
