@@ -65,14 +65,17 @@ class PaneShare:
     def of(cls, pane: int, members: list[TimeWindow]) -> PaneShare:
         """The share of ``members`` (pane-shareable, one key and lateness) with pane width
         ``pane`` (microseconds, dividing each member's slice width)."""
+        first = members[0]
         partials: dict[str, Partial] = {}
         for op in members:
+            if (op.key, op.spec.lateness_us) != (first.key, first.spec.lateness_us):
+                raise ValueError(f"{op.name} and {first.name} differ in key or lateness: they "
+                                 "cannot share panes")
             if op.slice_us % pane:
                 raise ValueError(f"pane {pane} us does not divide the slices of {op.name}")
             for p in op.plan.partials:
                 partials[p.name] = partials[p.name].union(p) if p.name in partials else p
         columns = sorted({c for op in members for c in op.event_columns})
-        first = members[0]
         return cls(pane, first.key, first.spec.lateness_us, list(partials.values()), columns)
 
     def reset(self) -> None:
