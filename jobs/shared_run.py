@@ -81,7 +81,7 @@ def _scan_of(info: RunInfo) -> tuple:
 def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[str, PaneShare]:
     """Query -> the shared panes of its pane group, for the groups with at least two members
     whose operators can take their slices from panes (time windows with exact partials: see
-    :func:`~engine.windows.pane_share.pane_shareable`; the others run their own operators)."""
+    :func:`~engine.windows.pane_share.shareable_window`; the others run their own operators)."""
     shares = {}
     for cluster in plan.clusters:
         for group in cluster.pane_groups:
