@@ -115,15 +115,12 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
                              storage.schema(path), txn=Txn(f"{run_id}/rewind/{kind}", segment),
                              metadata=meta, remove=remove)
 
-    def back_to(kind: str, version: int | None) -> None:
-        """Make the live files of ``kind`` those it had at ``version`` (none when None)."""
-        add, remove = table_diff(replay, info, kind, version)
-        commit(kind, add, remove)
-
-    output = last_kept["output_version"] if last_kept else None
-    if table_diff(replay, info, "output", output)[0]:  # (else the segment's first batch does it)
-        back_to("output", output)
-    back_to("state", last_kept["state_version"] if last_kept else None)
+    add, remove = table_diff(replay, info, "output",
+                             last_kept["output_version"] if last_kept else None)
+    if add:  # (else the segment's first batch removes the files: output_removals)
+        commit("output", add, remove)
+    commit("state", *table_diff(replay, info, "state",
+                                last_kept["state_version"] if last_kept else None))
     for kind in ("late", "quarantine"):  # rows of later batches: arrival at or after ``seq``
         path = table(kind)
         if seq < old_total and storage.exists(path):  # (the flush adds no late events)
