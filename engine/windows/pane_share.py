@@ -20,12 +20,12 @@ import pandas as pd
 
 from ..filtered import WrappedOperator
 from ..lateness import Arrivals, Marks, split_batch
-from ..operator import SEQ, TIME, KeyedOperator, StepResult
+from ..operator import SEQ, KeyedOperator, StepResult
 from .having import HavingOperator
 from .partials import Count, Extreme, Partial, Sum
 from .segments import Columns, Segments
 from .sliding import SlidingWindow
-from .time_window import CODE, TimeWindow
+from .time_window import CODE, TimeWindow, slice_partials
 from .tumbling import TumblingWindow
 
 
@@ -90,18 +90,9 @@ class PaneShare:
         if done is not None and _same(done[0], prior):
             return done[1], done[2]
         arrivals = split_batch(batch, prior, self.key, self.lateness_us, self.columns)
-        panes = self._panes(arrivals)
+        panes = slice_partials(arrivals.on_time, arrivals.code, self.pane, self.partials)
         self._done[ident] = (prior, arrivals, panes)
         return arrivals, panes
-
-    def _panes(self, arrivals: Arrivals) -> Columns:
-        t = arrivals.on_time[TIME].to_numpy(dtype="int64")
-        starts = t - np.mod(t, self.pane)
-        seg = Segments.by_code(arrivals.code, starts)
-        rows = {CODE: seg.first(arrivals.code), "window_start": seg.first(starts)}
-        for p in self.partials:
-            rows.update(p.of_events(arrivals.on_time, seg))
-        return rows
 
 
 def _same(a: Marks, b: Marks) -> bool:

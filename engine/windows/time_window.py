@@ -20,7 +20,7 @@ keyed by key code; frames are built only for what the step returns.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,7 @@ from ..lateness import Arrivals, Marks, split_batch
 from ..operator import REASON, TIME, StateCodec, StepResult
 from ..ordering import order_by_code
 from .base import WindowOperator
+from .partials import Partial
 from .segments import Columns, Segments, take
 from .spec import WindowSpec
 
@@ -38,6 +39,20 @@ from .spec import WindowSpec
 KEY_ROW = np.iinfo(np.int64).min
 #: The column of a window row that holds its key's code (an index into :attr:`Marks.keys`).
 CODE = "__code"
+
+
+def slice_partials(events: pd.DataFrame, code: np.ndarray, width: int,
+                   partials: Iterable[Partial]) -> Columns:
+    """The ``partials`` of ``events`` (``code``: their key codes) per key and slice of ``width``
+    microseconds, in (key code, slice start) order."""
+    t = events[TIME].to_numpy(dtype="int64")
+    starts = t - np.mod(t, width)
+    seg = Segments.by_code(code, starts)
+    rows = {CODE: seg.first(code), "window_start": seg.first(starts),
+            "max_t": seg.reduce(np.maximum, starts)}
+    for p in partials:
+        rows.update(p.of_events(events, seg))
+    return rows
 
 
 class TimeWindow(WindowOperator):
@@ -65,13 +80,7 @@ class TimeWindow(WindowOperator):
 
     def _partials(self, events: pd.DataFrame, code: np.ndarray) -> Columns:
         """Partial aggregates of ``events`` (``code``: their key codes) per key and slice."""
-        t = events[TIME].to_numpy(dtype="int64")
-        starts = t - np.mod(t, self.slice_us)
-        seg = Segments.by_code(code, starts)
-        rows = {CODE: seg.first(code), "window_start": seg.first(starts),
-                "max_t": seg.reduce(np.maximum, starts)}
-        rows.update(self.plan.of_events(events, seg))
-        return rows
+        return slice_partials(events, code, self.slice_us, self.plan.partials)
 
     def _merge(self, old: Columns, new: Columns) -> tuple[Columns, np.ndarray]:
         """(rows of ``old`` and ``new`` merged per key and window_start, in (key code,
