@@ -322,19 +322,28 @@ def range_events(plan: StepPlan, files: list[dict], buckets: int
                  ) -> list[tuple[pa.Table, np.ndarray, np.ndarray]]:
     """Each input file's events in the plan's arrival range: (rows, their arrival sequence,
     their bucket), the files read once for every bucket."""
-    lo, hi = plan.batches[0][1], plan.batches[-1][2]
-    key, out = plan.op.key, []
+    key = plan.op.key
     derived = plan.derive.names if plan.derive else ()
     columns = [c for c in plan.recording_columns if c not in derived]
+    return [(table, seq, key_buckets(table.column(key), buckets)) for table, seq in read_range(
+        files, columns, [key], plan.batches[0][1], plan.batches[-1][2])]
+
+
+def read_range(files: list[dict], columns: Sequence[str], dictionary: list[str], lo: int,
+               hi: int) -> list[tuple[pa.Table, np.ndarray]]:
+    """Each input file's rows with arrival sequence in ``[lo, hi)`` (``columns``; those of
+    ``dictionary`` read dictionary-encoded) and their arrival sequence."""
+    out = []
     for f in files:
         fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
             pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=[key])
+        table = pq.read_table(path, filesystem=fs, columns=list(columns),
+                              read_dictionary=dictionary)
         seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
         inside = (seq >= lo) & (seq < hi)
         if not inside.all():
             table, seq = table.filter(pa.array(inside)), seq[inside]
-        out.append((table, seq, key_buckets(table.column(key), buckets)))
+        out.append((table, seq))
     return out
 
 

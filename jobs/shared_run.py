@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.catalog import QuerySpec
 from engine.filtered import FilteredOperator
@@ -44,6 +43,7 @@ from .keyed import (
     key_buckets,
     no_events,
     per_bucket,
+    read_range,
     run_bucket,
 )
 from .orphans import remove_unreferenced
@@ -94,22 +94,6 @@ def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[s
     return shares
 
 
-def _read_range(files: list[dict], columns: tuple[str, ...], keys: list[str], lo: int, hi: int
-                ) -> tuple[pa.Table, np.ndarray]:
-    """The rows with arrival sequence in ``[lo, hi)`` of the input files (``keys`` read
-    dictionary-encoded), and their sequence."""
-    tables, seqs = [], []
-    for f in files:
-        fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
-            pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=list(columns), read_dictionary=keys)
-        seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
-        keep = (seq >= lo) & (seq < hi)
-        tables.append(table.filter(pa.array(keep)) if not keep.all() else table)
-        seqs.append(seq[keep])
-    return pa.concat_tables(tables), np.concatenate(seqs)
-
-
 def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets: int
                   ) -> pd.DataFrame:
     """The worker side of a shared job: read the range once, keep the rows of this bucket
@@ -123,7 +107,9 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     for share in {id(m.share): m.share for m in members if m.share}.values():
         share.reset()  # (the driver runs the buckets one after the other with these objects)
     keys = sorted({m.plan.op.key for m in members})
-    table, seq = _read_range(files, first.recording_columns, keys, lo, hi)
+    parts = read_range(files, first.recording_columns, keys, lo, hi)
+    table = pa.concat_tables([t for t, _ in parts])
+    seq = np.concatenate([s for _, s in parts])
     mine = {key: key_buckets(table.column(key), buckets) == bucket for key in keys}
     union = np.logical_or.reduce(list(mine.values()))
     table, seq = table.filter(pa.array(union)), seq[union]
