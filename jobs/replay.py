@@ -11,7 +11,6 @@ run resumes after the last batch the manifest holds.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
@@ -48,6 +47,7 @@ from .orphans import marks, remove_leftovers
 from .run_context import RunContext
 from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
 from .run_lock import run_lock
+from .segments import finish_rewind, output_removals, save_run
 from .settings import Settings, load_settings
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
 from .warehouse import Warehouse
@@ -178,9 +178,7 @@ class Replay:
                        exchange=exchange_for(ctx, self._exchange(),
                                              [asdict(f) for f in files]))
         run_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = run_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
-        os.replace(tmp, run_file)
+        save_run(self, info)
         return info
 
     def context(self, query_name: str) -> RunContext:
@@ -240,8 +238,6 @@ class Replay:
         caller knows there is none, e.g. a continuation of a complete run) and, once the last
         batch is committed, those this call's task attempts staged and did not commit (it looks
         only at what was staged and committed since it started)."""
-        from .segments import finish_rewind  # (it uses this module's storage helpers)
-
         tables = self.tables(info).values()
         with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
             if clean:
@@ -256,8 +252,6 @@ class Replay:
             return manifest
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
-        from .segments import output_removals
-
         ctx = self.context(info.query)
         done = self.manifest(info.run_id)
         batch = done.num_rows
