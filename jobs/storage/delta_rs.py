@@ -327,6 +327,10 @@ class DeltaRsStorage(DeltaStorage):
             dt.create_checkpoint()
         except DeltaError as exc:
             raise StorageError(f"cannot write a checkpoint of Delta table {path}: {exc}") from exc
+        # A handle brought up to date commit by commit gets slower with each version it has
+        # read since it was opened (delta-rs 1.6: about 0.1 ms more per commit and version);
+        # opened again (when next used), it starts from the checkpoint.
+        self._latest.pop(_local(path).rstrip("/"), None)
         return True
 
     def txn_version(self, path: str, app_id: str) -> int | None:

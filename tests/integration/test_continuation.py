@@ -137,10 +137,11 @@ def test_spj_continuation_appends_to_the_merged_input_and_equals_a_fresh_replay(
 
 def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few(
         spark, storage, monkeypatch):
-    """Per continuation: the same number of Delta table opens and of JSON log entries read
-    (the orphan scan and the new input files read the new log entries only), the recording's
-    history read for the new versions only; the run's tables get checkpoints, and the run
-    still equals a fresh replay."""
+    """Per continuation: the same number of JSON log entries read (the orphan scan and the
+    new input files read the new log entries only) and of Delta table opens, but for the run
+    tables the previous continuation checkpointed (opened again from their checkpoint), the
+    recording's history read for the new versions only; the run's tables get checkpoints, and
+    the run still equals a fresh replay."""
     import deltalake
 
     import jobs.replay
@@ -178,7 +179,10 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
         result = continue_query(replay, "ev_w", log=lambda line: None)
         per_continuation.append(dict(counts))
     assert result.segment is not None and result.segment["segment"] == 9
-    assert per_continuation[2] == per_continuation[-1], per_continuation
+    steady = {k: v for k, v in per_continuation[2].items() if k != "opens"}
+    assert all({k: v for k, v in c.items() if k != "opens"} == steady
+               for c in per_continuation[2:]), per_continuation
+    assert all(1 <= c["opens"] <= 1 + 5 for c in per_continuation[1:]), per_continuation
     assert not any(c.get("full history") for c in per_continuation[1:])
     run_id = result.info.run_id
     for kind in ("output", "state", "manifest"):
