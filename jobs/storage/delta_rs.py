@@ -35,6 +35,7 @@ from .base import (
     done_already,
     unsupported_features,
 )
+from .delta_log import log_actions
 
 
 def _local(path: str) -> str:
@@ -92,6 +93,21 @@ def file_stats(path: str, meta: pq.FileMetaData | None = None) -> tuple[int, str
 def _file_paths(dt: DeltaTable) -> list[str]:
     """The snapshot's data files as plain local paths (``file_uris`` are percent-encoded)."""
     return [unquote(_local(u)) for u in dt.file_uris()]
+
+
+def _first_added(root: str, version: int) -> dict[str, int] | None:
+    """The first version (up to ``version``) whose log entry adds each path (as the entry
+    names it, and percent-decoded), from the JSON entries; None when one is not there."""
+    actions = log_actions(root, 0, version)
+    if actions is None:
+        return None
+    added: dict[str, int] = {}
+    for v, action in actions:
+        if "add" in action:
+            p = action["add"]["path"]
+            added.setdefault(p, v)
+            added.setdefault(unquote(p), v)
+    return added
 
 
 def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitProperties:
@@ -237,14 +253,17 @@ class DeltaRsStorage(DeltaStorage):
         live = pa.table(dt.get_add_actions(flatten=True))
         counts = dict(zip(live.column("path").to_pylist(), live.column("num_records").to_pylist(),
                           strict=True))
-        added_in: dict[str, int] = {}
-        history = self._table(path, 0)
-        for v in range(version + 1):
-            if v:
-                history.load_as_version(v)
-            for p in pa.table(history.get_add_actions(flatten=True)).column("path").to_pylist():
-                added_in.setdefault(p, v)
         root = _local(path).rstrip("/")
+        added_in = _first_added(root, version)
+        if added_in is None or not set(counts) <= set(added_in):
+            added_in = {}  # (a log entry is gone or not local: each version's snapshot)
+            history = self._table(path, 0)
+            for v in range(version + 1):
+                if v:
+                    history.load_as_version(v)
+                for p in pa.table(history.get_add_actions(flatten=True)).column("path"
+                                                                                ).to_pylist():
+                    added_in.setdefault(p, v)
         entries = [DataFile(uri=p if p.startswith("/") else f"{root}/{p}",
                             commit_version=added_in[p], num_records=counts[p]) for p in counts]
         return sorted(entries, key=lambda f: (f.commit_version, f.uri))
