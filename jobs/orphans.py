@@ -13,19 +13,22 @@ import pyarrow.parquet as pq
 
 
 def _local(table: Path, uri: str) -> Path:
-    """A log entry's path (relative and URL-encoded, or an absolute URI) as a local path."""
+    """A log entry's path (relative and URL-encoded, or an absolute URI) as a local path; a
+    relative one under ``table`` (resolved) without resolving it again (a table's files are
+    named by the paths its log holds, not by where links lead)."""
     parsed = urlparse(uri)
     if parsed.scheme == "file":
         return Path(unquote(parsed.path)).resolve()
     if parsed.scheme:
         return Path("/nonexistent-remote") / uri  # not a local file: never matches one
-    return (table / unquote(uri)).resolve()
+    return Path(os.path.normpath(table / unquote(uri)))
 
 
 def referenced_files(table: Path, skip: frozenset[str] = frozenset()) -> set[Path] | None:
     """Every data file any version of ``table``'s log adds or removes (from the JSON commits
     and the checkpoints; none from the log files named in ``skip``); None when the log holds
     something this reader does not understand (then nothing may be deleted)."""
+    table = table.resolve()
     log = table / "_delta_log"
     found: set[Path] = set()
     if not log.is_dir():
@@ -89,8 +92,9 @@ def remove_unreferenced(table: Path, since: Mark | None = None) -> list[Path]:
     if referenced is None:
         return []
     files = [f for e in entries for f in ([e] if e.is_file() else sorted(e.rglob("*.parquet")))]
-    removed = [f for f in files
-               if f.name.endswith(".parquet") and f.is_file() and f.resolve() not in referenced]
+    resolved = table.resolve()
+    removed = [f for f in files if f.name.endswith(".parquet") and f.is_file()
+               and Path(os.path.normpath(resolved / f.relative_to(table))) not in referenced]
     for f in removed:
         f.unlink()
     for entry in entries:
