@@ -2,11 +2,12 @@
 
 A run lives in ``runs/<run_id>/``: ``run.json`` (query fingerprint, pinned input version, the input
 files with their arrival offsets, the batch plan's cut points) and the Delta tables ``output``,
-``late``, ``quarantine``, ``state`` and ``manifest``. Every batch commits each table with a Delta
-application transaction (app id ``<run_id>/<table>``, version = batch id), so a batch that is run
-again after a crash writes nothing twice. The manifest rows of the batches one Spark job ran are
-committed last, together (version = the job's last batch id): they mark those batches done, and a
-run resumes after the last batch the manifest holds.
+``late``, ``quarantine``, ``state`` and ``manifest``. Every batch commits its output and its state
+with a Delta application transaction (app id ``<run_id>/<table>``, version = batch id), so a batch
+that is run again after a crash writes nothing twice; the late and quarantined events of the
+batches one Spark job ran are committed together (version = the job's last batch id). The
+manifest rows of those batches are committed last, together (same version): they mark those
+batches done, and a run resumes after the last batch the manifest holds.
 """
 
 from __future__ import annotations
@@ -388,13 +389,15 @@ class Replay:
                                   "pinned version?")
         stepped = [b for b in group if b != info.batches]  # the end-of-input flush: output only
         with ThreadPoolExecutor(len(KINDS)) as pool:
-            appended = {kind: pool.submit(self._commit_appends, info, kind, tables[kind],
-                                          schemas[kind], group if kind == "output" else stepped,
-                                          steps, removals if kind == "output" else None)
-                        for kind in ("output", "late", "quarantine")}
+            output = pool.submit(self._commit_appends, info, "output", tables["output"],
+                                 schemas["output"], group, steps, removals)
+            events = [pool.submit(self._commit_events, info, kind, tables[kind], schemas[kind],
+                                  stepped, steps) for kind in ("late", "quarantine")]
             states = pool.submit(self._commit_states, info, tables["state"], schemas["state"],
                                  stepped, steps, live)
-            versions = {kind: future.result() for kind, future in appended.items()}
+            versions = {"output": output.result()}
+            for future in events:
+                future.result()
             after = states.result()
         reports, rows = [], []
         duration_s = (time.perf_counter() - started) / len(group)  # manifest bookkeeping only
@@ -415,20 +418,37 @@ class Replay:
     def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
                         batches: list[int], steps: dict[int, StepFiles],
                         removals: list[str] | None = None) -> dict[int, int | None]:
-        """Commit ``batches`` of an append-only table in order: the version holding each (None
-        for a batch with nothing to add to the late or quarantine table); the first one's
-        commit also removes ``removals`` (when not None, it is made even if empty)."""
+        """Commit ``batches`` of the output table in order: the version holding each; the first
+        one's commit also removes ``removals`` (when not None, it is made even if empty)."""
         versions = {}
         for batch in batches:
             versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
-                                           info.txn(kind, batch),
-                                           _meta(info, batch), remove=removals,
-                                           need_version=kind == "output",
-                                           force=removals is not None)[0]
+                                           info.txn(kind, batch), _meta(info, batch),
+                                           remove=removals, force=removals is not None)[0]
             removals = None
-            if kind == "output" and self.on_commit:
+            if self.on_commit:
                 self.on_commit(batch)
         return versions
+
+    def _commit_events(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
+                       batches: list[int], steps: dict[int, StepFiles]) -> None:
+        """Commit the late or quarantined events of a group's ``batches`` in one commit (app
+        transaction version: the last batch's), without the batches an earlier attempt's
+        commit holds already (its transaction version is theirs or later; their recomputed
+        files are spares)."""
+        if not batches:
+            return
+        txn = info.txn(kind, batches[-1])
+        done = self.storage.txn_version(path, txn.app_id) if self.storage.exists(path) else None
+        files = []
+        for batch in batches:
+            if done is not None and info.txn(kind, batch).version <= done:
+                for f in steps[batch].staged[kind]:
+                    Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+            else:
+                files += steps[batch].staged[kind]
+        if done is None or done < txn.version:
+            self._commit(path, files, schema, txn, _meta(info, batches[-1]), need_version=False)
 
     def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
                        steps: dict[int, StepFiles], live: list[LiveFile]

@@ -1,0 +1,67 @@
+"""The late and quarantined events of a Spark job's batches are committed in one commit, and a job
+retried after a crash with other job sizes commits each of those events exactly once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import events_table, small_catalog, write_commits
+
+from jobs.replay import Replay
+from jobs.warehouse import Warehouse
+
+PLAN = "rows:40"  # 400 events: 10 batches
+
+
+class Crash(Exception):
+    """Stands for the process dying after a job's table commits, before its manifest commit."""
+
+
+def rows(replay: Replay, run_id: str, table: str) -> list[str]:
+    frame = replay.storage.read_arrow(replay.warehouse.run_table(run_id, table)).to_pandas()
+    frame = frame.astype(object).where(frame.notna(), None)  # (NaN != NaN)
+    return sorted(map(repr, frame.itertuples(index=False)))
+
+
+@pytest.fixture
+def setup(spark, storage, tmp_path):
+    catalog = small_catalog(tmp_path / "schemas")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    write_commits(storage, warehouse.recording("ev"), events_table(np.random.default_rng(3), 400),
+                  2)
+    return spark, storage, warehouse, catalog
+
+
+def test_each_job_commits_its_late_and_quarantined_events_once(setup):
+    spark, storage, warehouse, catalog = setup
+    replay = Replay(spark, storage, warehouse, catalog, batches_per_job=4)
+    info = replay.prepare("ev_w", plan=PLAN, run_id="jobs-of-4")
+    manifest = replay.run(info).to_pandas()
+    assert info.batches == 10 and manifest["late"].sum() > 0 and manifest["quarantined"].sum() > 0
+    jobs = len(range(0, info.batches, 4))  # batches 0-3, 4-7, 8-9 (and the flush)
+    for table in ("late", "quarantine"):
+        path = warehouse.run_table(info.run_id, table)
+        assert storage.version(path) + 1 == jobs, table  # one commit per job, the first creates
+    # output and state: a version per batch (the manifest names each batch's own)
+    assert manifest["output_version"].is_unique
+
+
+@pytest.mark.parametrize("first,then", [(2, 8), (8, 2), (3, 3)])
+def test_a_job_retried_with_other_job_sizes_commits_each_event_once(setup, first, then):
+    spark, storage, warehouse, catalog = setup
+    straight = Replay(spark, storage, warehouse, catalog)
+    straight.run(straight.prepare("ev_w", plan=PLAN, run_id="straight"))
+
+    def crash(run_id: str, group: list[int]) -> None:
+        raise Crash(group)
+
+    crashing = Replay(spark, storage, warehouse, catalog, batches_per_job=first,
+                      before_manifest=crash)
+    run_id = f"torn-{first}-{then}"
+    with pytest.raises(Crash):
+        crashing.run(crashing.prepare("ev_w", plan=PLAN, run_id=run_id))
+    resumed = Replay(spark, storage, warehouse, catalog, batches_per_job=then)
+    manifest = resumed.run(resumed.prepare("ev_w", plan=PLAN, run_id=run_id))
+    assert manifest.column("batch").to_pylist() == list(range(11))
+    for table in ("output", "late", "quarantine"):
+        assert rows(resumed, run_id, table) == rows(straight, "straight", table), table
