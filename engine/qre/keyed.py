@@ -101,6 +101,8 @@ class QreOperator(KeyedOperator):
             (self.key, key_type), ("event_time", COLUMN_TYPES["timestamp"]),
             ("arrival_seq", pa.int64()), ("value", pa.float64()), ("value_json", pa.string())])
         self.output_keys = [self.key] if spec.output == "final" else [self.key, "arrival_seq"]
+        #: Key values only group and order the events unless the query reads the key column.
+        self.codes_keys = self.key not in spec.fields
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt, not pickled: it holds compiled code.
@@ -274,6 +276,3 @@ class QreOperator(KeyedOperator):
             self.key: key[rows], "event_time": np.asarray(event_time, dtype=np.int64)[rows],
             "arrival_seq": arrival_seq[rows], "value": np.asarray(value, dtype=np.float64)[rows],
             "value_json": texts[rows]})
-
-
-#: Keys with at most this many on-time events are checked with the polynomial reference (about
