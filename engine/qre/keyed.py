@@ -70,11 +70,11 @@ class Keys:
         n = len(keys)
         found = Keys(keys, np.full(n, NO_TIME, np.int64), np.full(n, None, object),
                       np.full(n, b"", object), np.full(n, None, object), np.full(n, None, object))
-        mine = at >= 0
-        rows = state[mine]
+        mine = np.flatnonzero(at >= 0)
         for name in ("max_t", "evaluator", "pending", "pending_values", "last"):
-            getattr(found, name)[at[mine]] = rows[name].to_numpy()
-        return found, state[~mine]
+            getattr(found, name)[at[mine]] = state[name].to_numpy()[mine]
+        return found, state.iloc[np.flatnonzero(at < 0)] if len(mine) < len(state) \
+            else state.iloc[:0]
 
 
 
@@ -129,31 +129,41 @@ class QreOperator(KeyedOperator):
         return kind, payload, missing
 
     def _rejections(self, batch: pd.DataFrame, order: np.ndarray, missing: np.ndarray
-                    ) -> np.ndarray:
-        """Why each event of ``batch.iloc[order]`` is rejected (None: it is not): a field the
-        query reads is null, or the query cannot evaluate it (``item_checks``)."""
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Which events of ``batch.iloc[order]`` are rejected, and why (None: not rejected): a
+        field the query reads is null, or the query cannot evaluate it (``item_checks``)."""
         reason = np.full(len(order), None, dtype=object)
-        lacking = np.flatnonzero(missing.any(axis=1))
+        bad = missing.any(axis=1)
+        lacking = np.flatnonzero(bad)
         if len(lacking):
             patterns, which = np.unique(missing[lacking], axis=0, return_inverse=True)
             texts = [missing_reason([f for f, m in zip(self.fields, p, strict=True) if m])
                      for p in patterns.tolist()]
             reason[lacking] = [texts[w] for w in which.ravel().tolist()]
         if self.checks.risky:
-            rows = np.flatnonzero(~missing.any(axis=1))
+            rows = np.flatnonzero(~bad)
             items = items_of(batch.iloc[order[rows]], self.spec)
-            reason[rows] = [self.checks.problem(item) for item in items]
-        return reason
+            problems = [self.checks.problem(item) for item in items]
+            reason[rows] = problems
+            bad[rows] = [p is not None for p in problems]
+        return bad, reason
 
     def _advance(self, keys: Keys, arrived: Events, watermark: np.ndarray
                  ) -> tuple[Keys, pd.DataFrame]:
         """Buffer ``arrived``, release every key's events up to its watermark and evaluate them:
         the keys' new state and the output."""
-        events = self.buffer.unpack(keys.pending, keys.pending_values).concat(arrived)
-        order = order_by_code(events.code, events.t, events.seq)
-        ready = events.t[order] <= watermark[events.code[order]]
-        evaluator, last, output = self._release(keys, events.take(order[ready]))
-        pending, values = self.buffer.pack(events.take(order[~ready]), len(keys.key))
+        buffered = self.buffer.unpack(keys.pending, keys.pending_values)
+        events = buffered.concat(arrived) if len(buffered) else arrived
+        if _in_order(events):  # as when no key buffers events and each arrives in time order
+            ready = events.t <= watermark[events.code]
+            released = events if ready.all() else events.take(np.flatnonzero(ready))
+            kept = events.take(np.flatnonzero(~ready))
+        else:
+            order = order_by_code(events.code, events.t, events.seq)
+            ready = events.t[order] <= watermark[events.code[order]]
+            released, kept = events.take(order[ready]), events.take(order[~ready])
+        evaluator, last, output = self._release(keys, released)
+        pending, values = self.buffer.pack(kept, len(keys.key))
         return Keys(keys.key, keys.max_t, evaluator, pending, values, last), output
 
     # -- evaluation ------------------------------------------------------------------------
@@ -178,10 +188,11 @@ class QreOperator(KeyedOperator):
                 released.t[ends].tolist(), released.seq[ends].tolist(), strict=True)]
             return evaluator, last, self._frame(keys.key[:0], [], [], [], [])
         events = np.concatenate([part.events for part in done])
-        order = np.argsort(events, kind="stable")
-        events = events[order]
-        values = np.concatenate([part.values for part in done])[order]
-        texts = np.concatenate([part.texts for part in done])[order]
+        values = np.concatenate([part.values for part in done])
+        texts = np.concatenate([part.texts for part in done])
+        if (np.diff(events) < 0).any():  # several parts (kernel calls, interpreted runs)
+            order = np.argsort(events, kind="stable")
+            events, values, texts = events[order], values[order], texts[order]
         run = np.searchsorted(runs.bounds, events, side="right") - 1
         ends = np.diff(run, append=len(runs)) != 0  # each run's last output
         keep = np.ones(len(events), np.bool_)
@@ -216,8 +227,7 @@ class QreOperator(KeyedOperator):
         seq = batch[SEQ].to_numpy(dtype="int64")[order]
         others: list[Any] = []
         kind, payload, missing = self._read(batch, order, others)
-        reason = self._rejections(batch, order, missing)
-        bad = pd.notna(reason)
+        bad, reason = self._rejections(batch, order, missing)
         split = late_split(code, t, prior.max_t, lateness, skip=bad)
         late, max_t = split.late, split.after
         on_time = ~bad & ~late
@@ -230,14 +240,12 @@ class QreOperator(KeyedOperator):
         new_state = pd.concat([rest, rows], ignore_index=True) if len(rest) else rows
         late_rows = np.flatnonzero(late)
         late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
-        late_frame = batch.iloc[order[late_rows]].copy()
-        late_frame[REASON] = late_reasons(t[late_rows], split.before[late_rows], lateness)
+        late_frame = _with_reasons(batch, order[late_rows], late_reasons(
+            t[late_rows], split.before[late_rows], lateness))
         bad_rows = np.flatnonzero(bad)
         bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
-        rejected = batch.iloc[order[bad_rows]].copy()
-        rejected[REASON] = reason[bad_rows].tolist()
-        return StepResult(new_state, output, late_frame.reset_index(drop=True),
-                          rejected.reset_index(drop=True))
+        rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
+        return StepResult(new_state, output, late_frame, rejected)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         keys, _ = Keys.of(state[self.key].to_numpy(), state, np.arange(len(state)))
@@ -276,3 +284,17 @@ class QreOperator(KeyedOperator):
             self.key: key[rows], "event_time": np.asarray(event_time, dtype=np.int64)[rows],
             "arrival_seq": arrival_seq[rows], "value": np.asarray(value, dtype=np.float64)[rows],
             "value_json": texts[rows]})
+
+
+def _in_order(events: Events) -> bool:
+    """Whether ``events`` are sorted by (key number, event time, arrival)."""
+    code, t = np.diff(events.code), np.diff(events.t)
+    return bool(((code > 0) | ((code == 0) & ((t > 0) | ((t == 0) & (np.diff(events.seq) >= 0)))
+                 )).all())
+
+
+def _with_reasons(batch: pd.DataFrame, rows: np.ndarray, reasons: list[str]) -> pd.DataFrame:
+    """The events at positions ``rows`` of ``batch`` with a ``reason`` each (index reset)."""
+    frame = batch.take(rows)
+    frame[REASON] = reasons
+    return frame.reset_index(drop=True)
