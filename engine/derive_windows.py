@@ -30,7 +30,8 @@ class Groups:
     @staticmethod
     def of(keys: pd.Series) -> Groups:
         codes, uniques = _factorized(keys)
-        order = np.argsort(codes, kind="stable")
+        small = len(codes) and codes.max() < 2**16  # a radix sort
+        order = np.argsort(codes.astype(np.uint16) if small else codes, kind="stable")
         sorted_codes = codes[order]
         starts = np.r_[0, np.flatnonzero(np.diff(sorted_codes)) + 1, len(codes)]
         group_keys = np.asarray(uniques, dtype=object)[sorted_codes[starts[:-1]]] if len(
@@ -118,10 +119,18 @@ def lag(x: Values, groups: Groups, state: KeyState, n: int, default: Values
         v = np.where(from_batch, valid[pos] if len(data) else False, tail_valid[g, col])
         return d, v & (from_batch | in_tail), from_batch | in_tail
 
-    g = groups.group
-    d, v, exists = at(g, filled[g] + groups.rank - n)
-    out = Values(groups.unsort(np.where(exists, d, default.data[groups.order])),
-                 groups.unsort(np.where(exists, v, default.valid[groups.order])), x.kind)
+    # Row r of a group (rank) reads combined position filled + rank - n: the batch row n before
+    # it when rank >= n, else column rank of the state's tail if the tail holds that position.
+    g, rank = groups.group, groups.rank
+    out_data = default.data[groups.order].astype(np.result_type(
+        data.dtype, tail_data.dtype, default.data.dtype))
+    out_valid = default.valid[groups.order].copy()
+    batch = np.flatnonzero(rank >= n)
+    out_data[batch], out_valid[batch] = data[batch - n], valid[batch - n]
+    tail = np.flatnonzero((rank < n) & (filled[g] + rank >= n))
+    out_data[tail] = tail_data[g[tail], rank[tail]]
+    out_valid[tail] = tail_valid[g[tail], rank[tail]]
+    out = Values(groups.unsort(out_data), groups.unsort(out_valid), x.kind)
     sizes = np.diff(groups.starts)
     total = filled + sizes
     new_data = np.zeros((len(sizes), n), dtype=data.dtype)
