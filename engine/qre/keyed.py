@@ -295,6 +295,10 @@ def _in_order(events: Events) -> bool:
 
 def _with_reasons(batch: pd.DataFrame, rows: np.ndarray, reasons: list[str]) -> pd.DataFrame:
     """The events at positions ``rows`` of ``batch`` with a ``reason`` each (index reset)."""
+    if not len(rows):  # as below gives it, the reason column float (cheaper: no take, no copy)
+        frame = batch.iloc[:0].reindex(columns=[*batch.columns, REASON])
+        frame.index = pd.RangeIndex(0)
+        return frame
     frame = batch.take(rows)
     frame[REASON] = reasons
     return frame.reset_index(drop=True)
