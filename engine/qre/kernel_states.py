@@ -138,23 +138,19 @@ class StateBytes:
         return matched
 
     def dumps(self, states: KernelStates) -> list[bytes]:
-        """``dump`` of every key, with array operations."""
-        size = np.zeros(len(states.state), np.int64)
-        pieces = []
+        """``dump`` of every key, with array operations: per kernel state, its keys' token
+        encodings side by side, the bytes each row uses read out row by row."""
+        blobs: list[bytes] = [b""] * len(states.state)
         for number, keys in _groups(states.state):
-            for token in self._templates[number]:
-                matrix, used = _encode(token, states, keys)
-                pieces.append((keys, size[keys], matrix, used))
-                size[keys] += used
-        end = np.cumsum(size)
-        start = end - size
-        data = np.zeros(int(end[-1]) if len(end) else 0, np.uint8)
-        for keys, offset, matrix, used in pieces:
-            columns = np.arange(matrix.shape[1])
-            inside = columns < used[:, None]
-            data[((start[keys] + offset)[:, None] + columns)[inside]] = matrix[inside]
-        blob = data.tobytes()
-        blobs = [blob[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)]
+            encoded = [_encode(token, states, keys) for token in self._templates[number]]
+            matrix = np.concatenate([m for m, _ in encoded], axis=1)
+            inside = np.concatenate([used[:, None] > np.arange(m.shape[1])
+                                     for m, used in encoded], axis=1)
+            data = matrix[inside].tobytes()
+            size = inside.sum(axis=1)
+            end = np.cumsum(size)
+            for k, a, b in zip(keys.tolist(), (end - size).tolist(), end.tolist(), strict=True):
+                blobs[k] = data[a:b]
         self.recent.update(ids={id(b): k for k, b in enumerate(blobs)}, blobs=blobs,
                            states=self._decoded(states))
         return blobs
