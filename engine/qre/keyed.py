@@ -221,29 +221,30 @@ class QreOperator(KeyedOperator):
         keys = uniques[:code.max() + 1 if len(code) else 0]
         prior, rest = Keys.of(keys, state, np.where(codes[len(batch):] < len(keys),
                                                     codes[len(batch):], -1))
-        order = order_by_code(code, batch[SEQ].to_numpy(dtype="int64"))
-        code = code[order]
+        seq = batch[SEQ].to_numpy(dtype="int64")
+        order = order_by_code(code, seq)
+        code, seq = code[order], seq[order]
         t = batch[TIME].to_numpy(dtype="int64")[order]
-        seq = batch[SEQ].to_numpy(dtype="int64")[order]
         others: list[Any] = []
         kind, payload, missing = self._read(batch, order, others)
         bad, reason = self._rejections(batch, order, missing)
         split = late_split(code, t, prior.max_t, lateness, skip=bad)
         late, max_t = split.late, split.after
-        on_time = ~bad & ~late
-        arrived = Events(code[on_time], t[on_time], seq[on_time], kind[on_time],
-                         payload[on_time], others)
+        arrived = Events(code, t, seq, kind, payload, others)
+        if bad.any() or late.any():
+            arrived = arrived.take(np.flatnonzero(~bad & ~late))
         after, output = self._advance(
             Keys(keys, max_t, prior.evaluator, prior.pending, prior.pending_values, prior.last),
             arrived, max_t - lateness)
         rows = self._rows(after)
         new_state = pd.concat([rest, rows], ignore_index=True) if len(rest) else rows
-        late_rows = np.flatnonzero(late)
-        late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
+        late_rows, bad_rows = np.flatnonzero(late), np.flatnonzero(bad)
+        if len(late_rows):
+            late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
         late_frame = _with_reasons(batch, order[late_rows], late_reasons(
             t[late_rows], split.before[late_rows], lateness))
-        bad_rows = np.flatnonzero(bad)
-        bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
+        if len(bad_rows):
+            bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
         rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
         return StepResult(new_state, output, late_frame, rejected)
 
