@@ -56,9 +56,11 @@ class StateBytes:
     states: tuple[tuple[int, tuple[Kind, ...]], ...]
     index: Mapping[tuple[int, tuple[Kind, ...]], int]
     slots: tuple[int, int]
-    #: The blobs of the last :meth:`dumps` by id (the list keeps them alive, so an id is
-    #: theirs) and the states they decode to: those blobs handed back are not decoded again.
-    recent: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: ``"last"``: the last :meth:`dumps`' blobs by id, the blobs (kept alive, so an id is
+    #: theirs) and the states they decode to, set as one tuple: those blobs handed back to
+    #: :meth:`load` are not decoded again.
+    recent: dict[str, tuple[dict[int, int], list[bytes], KernelStates]] = field(
+        default_factory=dict, repr=False)
 
     def load(self, blobs: Sequence[bytes | None]) -> tuple[KernelStates, np.ndarray]:
         """States from canonical bytes (None: initial) and which of them the kernel can
@@ -68,8 +70,9 @@ class StateBytes:
         states = KernelStates.initial(len(blobs), self.slots)
         ok = np.ones(len(blobs), np.bool_)
         given = np.array([k for k, blob in enumerate(blobs) if blob is not None], np.int64)
-        if self.recent and len(given):
-            ids, dumped = self.recent["ids"], self.recent["states"]
+        last = self.recent.get("last")
+        if last is not None and len(given):
+            ids, _, dumped = last
             row = np.fromiter((ids.get(id(blobs[k]), -1) for k in given.tolist()), np.int64,
                               len(given))
             found = row >= 0
@@ -151,8 +154,8 @@ class StateBytes:
             end = np.cumsum(size)
             for k, a, b in zip(keys.tolist(), (end - size).tolist(), end.tolist(), strict=True):
                 blobs[k] = data[a:b]
-        self.recent.update(ids={id(b): k for k, b in enumerate(blobs)}, blobs=blobs,
-                           states=self._decoded(states))
+        self.recent["last"] = ({id(b): k for k, b in enumerate(blobs)}, blobs,
+                               self._decoded(states))
         return blobs
 
     def _decoded(self, states: KernelStates) -> KernelStates:

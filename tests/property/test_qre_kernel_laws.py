@@ -114,7 +114,7 @@ def test_states_loaded_from_the_last_dumps_equal_decoded_ones(query, keyed):
     kernel = kernel_of(query)
     result = kernel.run(*flat(kernel, keyed), kernel.initial(len(keyed)))
     blobs = kernel.dumps(result.states)
-    assert set(kernel.state_bytes.recent["ids"]) == set(map(id, blobs))
+    assert set(kernel.state_bytes.recent["last"][0]) == set(map(id, blobs))
     remembered, ok = kernel.load([None, *blobs])
     kernel.state_bytes.recent.clear()
     decoded, decoded_ok = kernel.load([None, *blobs])
