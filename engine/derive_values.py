@@ -189,18 +189,26 @@ def spark_round(a: Values, scale: int) -> Values:
     if a.kind == "int":
         return a
     x, factor = a.data, 10.0 ** scale
-    with np.errstate(all="ignore"):
-        y = np.abs(x) * factor
-        k = np.floor(y + 0.5)
-        out = np.where(k == 0, 0.0, np.copysign(k / factor, x))  # a decimal zero has no sign
-    # near a half, or too large for the product to be exact: the decimal way, one by one
-    frac = y - np.floor(y)
-    slow = a.valid & np.isfinite(x) & ((np.abs(frac - 0.5) < 1e-6) | (y >= 2.0 ** 52))
+    with np.errstate(all="ignore"):  # in place where it can be: these are whole columns
+        y = np.abs(x)
+        y *= factor
+        k = y + 0.5
+        np.floor(k, out=k)
+        out = k / factor
+        np.copysign(out, x, out=out)
+        out[k == 0] = 0.0  # a decimal zero has no sign
+        # near a half, or too large for the product to be exact: the decimal way, one by one
+        near = np.floor(y)
+        np.subtract(y, near, out=near)
+        near -= 0.5
+        np.abs(near, out=near)
+    finite = np.isfinite(x)
+    slow = a.valid & finite & ((near < 1e-6) | (y >= 2.0 ** 52))
     if slow.any():
         from decimal import ROUND_HALF_UP, Context, Decimal
 
         quantum, context = Decimal(1).scaleb(-scale), Context(prec=800)
         out[slow] = [float(Decimal(repr(float(v))).quantize(quantum, ROUND_HALF_UP, context))
                      + 0.0 for v in x[slow]]
-    out = np.where(np.isfinite(x), out, x)
+    out[~finite] = x[~finite]
     return Values(out, a.valid, "double")

@@ -29,16 +29,16 @@ class Groups:
 
     @staticmethod
     def of(keys: pd.Series) -> Groups:
-        codes, uniques = _factorized(keys)
-        order = np.argsort(codes, kind="stable")
-        sorted_codes = codes[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(sorted_codes)) + 1, len(codes)]
-        group_keys = np.asarray(uniques, dtype=object)[sorted_codes[starts[:-1]]] if len(
-            codes) else np.empty(0, dtype=object)
-        group = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+        codes, uniques = _factorized(keys)  # the group of each row: codes 0.. all used
+        small = len(uniques) <= 2**16  # a radix sort
+        order = np.argsort(codes.astype(np.uint16) if small else codes, kind="stable")
+        sizes = np.bincount(codes, minlength=len(uniques))
+        starts = np.r_[0, np.cumsum(sizes)]
+        group = np.repeat(np.arange(len(sizes)), sizes)
         rank = np.arange(len(codes)) - starts[:-1][group]
         return Groups(order, group, rank, starts, np.array(
-            [None if k is None or k != k else k for k in group_keys], dtype=object))
+            [None if k is None or k != k else k for k in np.asarray(uniques, dtype=object)],
+            dtype=object))
 
     def unsort(self, values: np.ndarray) -> np.ndarray:
         """Values by sorted position, back in row order."""
@@ -118,10 +118,20 @@ def lag(x: Values, groups: Groups, state: KeyState, n: int, default: Values
         v = np.where(from_batch, valid[pos] if len(data) else False, tail_valid[g, col])
         return d, v & (from_batch | in_tail), from_batch | in_tail
 
-    g = groups.group
-    d, v, exists = at(g, filled[g] + groups.rank - n)
-    out = Values(groups.unsort(np.where(exists, d, default.data[groups.order])),
-                 groups.unsort(np.where(exists, v, default.valid[groups.order])), x.kind)
+    # The row at sorted position i and rank r in its group reads combined position
+    # filled + r - n: the batch row n before it (position i - n) when r >= n, else column r of
+    # the state's tail if the tail holds that position, else the default.
+    g, rank, rows = groups.group, groups.rank, len(groups.order)
+    out_data = np.empty(rows, np.result_type(data.dtype, tail_data.dtype, default.data.dtype))
+    out_valid = np.empty(rows, np.bool_)
+    out_data[n:], out_valid[n:] = data[:max(rows - n, 0)], valid[:max(rows - n, 0)]
+    head = np.flatnonzero(rank < n)
+    out_data[head] = default.data[groups.order[head]]
+    out_valid[head] = default.valid[groups.order[head]]
+    tail = head[filled[g[head]] + rank[head] >= n]
+    out_data[tail] = tail_data[g[tail], rank[tail]]
+    out_valid[tail] = tail_valid[g[tail], rank[tail]]
+    out = Values(groups.unsort(out_data), groups.unsort(out_valid), x.kind)
     sizes = np.diff(groups.starts)
     total = filled + sizes
     new_data = np.zeros((len(sizes), n), dtype=data.dtype)

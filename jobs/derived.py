@@ -50,7 +50,10 @@ class WorkerDerive:
         if len(before):
             _, state = self.program.step(state, before)
         derived, _ = self.program.step(state, events)
-        return events.assign(**derived)
+        out = events.copy(deep=False)  # the derived columns added, the others shared
+        for name, column in derived.items():
+            out[name] = column
+        return out
 
     def _before(self, lo: int, mine: Callable[[pa.Table], np.ndarray]) -> pd.DataFrame:
         """The bucket's events before ``lo``: the columns the program reads and ``__seq``."""

@@ -9,7 +9,7 @@ of literal bytes and register slots, matched against or filled from many keys at
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -56,16 +56,31 @@ class StateBytes:
     states: tuple[tuple[int, tuple[Kind, ...]], ...]
     index: Mapping[tuple[int, tuple[Kind, ...]], int]
     slots: tuple[int, int]
+    #: ``"last"``: the last :meth:`dumps`' blobs by id, the blobs (kept alive, so an id is
+    #: theirs) and the states they decode to, set as one tuple: those blobs handed back to
+    #: :meth:`load` are not decoded again.
+    recent: dict[str, tuple[dict[int, int], list[bytes], KernelStates]] = field(
+        default_factory=dict, repr=False)
 
     def load(self, blobs: Sequence[bytes | None]) -> tuple[KernelStates, np.ndarray]:
         """States from canonical bytes (None: initial) and which of them the kernel can
         represent (a state with, say, a float where this kernel has an int is not). Blobs
-        are matched against each state's encoding with array operations; one that matches
-        none is decoded on its own."""
+        of the last ``dumps`` are taken from it; others are matched against each state's
+        encoding with array operations; one that matches none is decoded on its own."""
         states = KernelStates.initial(len(blobs), self.slots)
         ok = np.ones(len(blobs), np.bool_)
         given = np.array([k for k, blob in enumerate(blobs) if blob is not None], np.int64)
-        matched = self._match(blobs, given, states)
+        last = self.recent.get("last")
+        if last is not None and len(given):
+            ids, _, dumped = last
+            row = np.fromiter((ids.get(id(blobs[k]), -1) for k in given.tolist()), np.int64,
+                              len(given))
+            found = row >= 0
+            hit, row = given[found], row[found]
+            states.state[hit] = dumped.state[row]
+            states.ints[hit], states.floats[hit] = dumped.ints[row], dumped.floats[row]
+            given = given[~found]
+        matched = self._match([blobs[k] for k in given.tolist()], given, states)
         for k in given[~matched].tolist():
             ok[k] = self._load_one(blobs[k], states, k)
         return states, ok
@@ -99,11 +114,10 @@ class StateBytes:
             found.setdefault(shape, []).append(number)
         return found
 
-    def _match(self, blobs: Sequence[bytes | None], given: np.ndarray, states: KernelStates
+    def _match(self, chunks: list[bytes], given: np.ndarray, states: KernelStates
                ) -> np.ndarray:
-        """Decode the blobs ``given`` that are exactly the encoding of a state of this kernel
-        into ``states``; returns which were."""
-        chunks = [blob for blob in blobs if blob is not None]
+        """Decode the blobs ``chunks`` (of the keys ``given``) that are exactly the encoding of
+        a state of this kernel into ``states``; returns which were."""
         lengths = np.fromiter(map(len, chunks), np.int64, len(chunks))
         end = np.cumsum(lengths)
         start = end - lengths
@@ -127,23 +141,47 @@ class StateBytes:
         return matched
 
     def dumps(self, states: KernelStates) -> list[bytes]:
-        """``dump`` of every key, with array operations."""
-        size = np.zeros(len(states.state), np.int64)
-        pieces = []
+        """``dump`` of every key, with array operations: per kernel state, its keys' token
+        encodings side by side, the bytes each row uses read out row by row."""
+        blobs: list[bytes] = [b""] * len(states.state)
         for number, keys in _groups(states.state):
-            for token in self._templates[number]:
-                matrix, used = _encode(token, states, keys)
-                pieces.append((keys, size[keys], matrix, used))
-                size[keys] += used
-        end = np.cumsum(size)
-        start = end - size
-        data = np.zeros(int(end[-1]) if len(end) else 0, np.uint8)
-        for keys, offset, matrix, used in pieces:
-            columns = np.arange(matrix.shape[1])
-            inside = columns < used[:, None]
-            data[((start[keys] + offset)[:, None] + columns)[inside]] = matrix[inside]
-        blob = data.tobytes()
-        return [blob[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)]
+            encoded = [_encode(token, states, keys) for token in self._templates[number]]
+            matrix = np.concatenate([m for m, _ in encoded], axis=1)
+            inside = np.concatenate([used[:, None] > np.arange(m.shape[1])
+                                     for m, used in encoded], axis=1)
+            data = matrix[inside].tobytes()
+            size = inside.sum(axis=1)
+            end = np.cumsum(size)
+            for k, a, b in zip(keys.tolist(), (end - size).tolist(), end.tolist(), strict=True):
+                blobs[k] = data[a:b]
+        self.recent["last"] = ({id(b): k for k, b in enumerate(blobs)}, blobs,
+                               self._decoded(states))
+        return blobs
+
+    def _decoded(self, states: KernelStates) -> KernelStates:
+        """``states`` as loading their bytes gives them: the register slots a state's encoding
+        does not hold zero, a bool slot 0 or 1."""
+        ints, floats, bools = self._slots_held
+        number = states.state
+        held = np.where(ints[number], states.ints, 0)
+        return KernelStates(number.copy(), np.where(bools[number], held != 0, held),
+                            np.where(floats[number], states.floats, 0.0))
+
+    @cached_property
+    def _slots_held(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per kernel state, the int slots and the float slots its encoding holds, and the int
+        slots that hold a bool."""
+        ints = np.zeros((len(self.states), self.slots[0]), np.bool_)
+        floats = np.zeros((len(self.states), self.slots[1]), np.bool_)
+        bools = np.zeros_like(ints)
+        for number, tokens in enumerate(self._templates):
+            for tag, slot in tokens:
+                if tag == "f":
+                    floats[number, slot] = True
+                elif tag != "lit":
+                    ints[number, slot] = True
+                    bools[number, slot] = tag == "b"
+        return ints, floats, bools
 
     def registers(self, states: KernelStates, k: int) -> tuple[Any, ...]:
         """The Python register values of key ``k`` (as the interpreter holds them)."""

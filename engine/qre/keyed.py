@@ -70,11 +70,11 @@ class Keys:
         n = len(keys)
         found = Keys(keys, np.full(n, NO_TIME, np.int64), np.full(n, None, object),
                       np.full(n, b"", object), np.full(n, None, object), np.full(n, None, object))
-        mine = at >= 0
-        rows = state[mine]
+        mine = np.flatnonzero(at >= 0)
         for name in ("max_t", "evaluator", "pending", "pending_values", "last"):
-            getattr(found, name)[at[mine]] = rows[name].to_numpy()
-        return found, state[~mine]
+            getattr(found, name)[at[mine]] = state[name].to_numpy()[mine]
+        return found, state.iloc[np.flatnonzero(at < 0)] if len(mine) < len(state) \
+            else state.iloc[:0]
 
 
 
@@ -101,6 +101,8 @@ class QreOperator(KeyedOperator):
             (self.key, key_type), ("event_time", COLUMN_TYPES["timestamp"]),
             ("arrival_seq", pa.int64()), ("value", pa.float64()), ("value_json", pa.string())])
         self.output_keys = [self.key] if spec.output == "final" else [self.key, "arrival_seq"]
+        #: Key values only group and order the events unless the query reads the key column.
+        self.codes_keys = self.key not in spec.fields
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt, not pickled: it holds compiled code.
@@ -127,31 +129,41 @@ class QreOperator(KeyedOperator):
         return kind, payload, missing
 
     def _rejections(self, batch: pd.DataFrame, order: np.ndarray, missing: np.ndarray
-                    ) -> np.ndarray:
-        """Why each event of ``batch.iloc[order]`` is rejected (None: it is not): a field the
-        query reads is null, or the query cannot evaluate it (``item_checks``)."""
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Which events of ``batch.iloc[order]`` are rejected, and why (None: not rejected): a
+        field the query reads is null, or the query cannot evaluate it (``item_checks``)."""
         reason = np.full(len(order), None, dtype=object)
-        lacking = np.flatnonzero(missing.any(axis=1))
+        bad = missing.any(axis=1)
+        lacking = np.flatnonzero(bad)
         if len(lacking):
             patterns, which = np.unique(missing[lacking], axis=0, return_inverse=True)
             texts = [missing_reason([f for f, m in zip(self.fields, p, strict=True) if m])
                      for p in patterns.tolist()]
             reason[lacking] = [texts[w] for w in which.ravel().tolist()]
         if self.checks.risky:
-            rows = np.flatnonzero(~missing.any(axis=1))
+            rows = np.flatnonzero(~bad)
             items = items_of(batch.iloc[order[rows]], self.spec)
-            reason[rows] = [self.checks.problem(item) for item in items]
-        return reason
+            problems = [self.checks.problem(item) for item in items]
+            reason[rows] = problems
+            bad[rows] = [p is not None for p in problems]
+        return bad, reason
 
     def _advance(self, keys: Keys, arrived: Events, watermark: np.ndarray
                  ) -> tuple[Keys, pd.DataFrame]:
         """Buffer ``arrived``, release every key's events up to its watermark and evaluate them:
         the keys' new state and the output."""
-        events = self.buffer.unpack(keys.pending, keys.pending_values).concat(arrived)
-        order = order_by_code(events.code, events.t, events.seq)
-        ready = events.t[order] <= watermark[events.code[order]]
-        evaluator, last, output = self._release(keys, events.take(order[ready]))
-        pending, values = self.buffer.pack(events.take(order[~ready]), len(keys.key))
+        buffered = self.buffer.unpack(keys.pending, keys.pending_values)
+        events = buffered.concat(arrived) if len(buffered) else arrived
+        if _in_order(events):  # as when no key buffers events and each arrives in time order
+            ready = events.t <= watermark[events.code]
+            released = events if ready.all() else events.take(np.flatnonzero(ready))
+            kept = events.take(np.flatnonzero(~ready))
+        else:
+            order = order_by_code(events.code, events.t, events.seq)
+            ready = events.t[order] <= watermark[events.code[order]]
+            released, kept = events.take(order[ready]), events.take(order[~ready])
+        evaluator, last, output = self._release(keys, released)
+        pending, values = self.buffer.pack(kept, len(keys.key))
         return Keys(keys.key, keys.max_t, evaluator, pending, values, last), output
 
     # -- evaluation ------------------------------------------------------------------------
@@ -176,10 +188,11 @@ class QreOperator(KeyedOperator):
                 released.t[ends].tolist(), released.seq[ends].tolist(), strict=True)]
             return evaluator, last, self._frame(keys.key[:0], [], [], [], [])
         events = np.concatenate([part.events for part in done])
-        order = np.argsort(events, kind="stable")
-        events = events[order]
-        values = np.concatenate([part.values for part in done])[order]
-        texts = np.concatenate([part.texts for part in done])[order]
+        values = np.concatenate([part.values for part in done])
+        texts = np.concatenate([part.texts for part in done])
+        if (np.diff(events) < 0).any():  # several parts (kernel calls, interpreted runs)
+            order = np.argsort(events, kind="stable")
+            events, values, texts = events[order], values[order], texts[order]
         run = np.searchsorted(runs.bounds, events, side="right") - 1
         ends = np.diff(run, append=len(runs)) != 0  # each run's last output
         keep = np.ones(len(events), np.bool_)
@@ -208,34 +221,32 @@ class QreOperator(KeyedOperator):
         keys = uniques[:code.max() + 1 if len(code) else 0]
         prior, rest = Keys.of(keys, state, np.where(codes[len(batch):] < len(keys),
                                                     codes[len(batch):], -1))
-        order = order_by_code(code, batch[SEQ].to_numpy(dtype="int64"))
-        code = code[order]
+        seq = batch[SEQ].to_numpy(dtype="int64")
+        order = order_by_code(code, seq)
+        code, seq = code[order], seq[order]
         t = batch[TIME].to_numpy(dtype="int64")[order]
-        seq = batch[SEQ].to_numpy(dtype="int64")[order]
         others: list[Any] = []
         kind, payload, missing = self._read(batch, order, others)
-        reason = self._rejections(batch, order, missing)
-        bad = pd.notna(reason)
+        bad, reason = self._rejections(batch, order, missing)
         split = late_split(code, t, prior.max_t, lateness, skip=bad)
         late, max_t = split.late, split.after
-        on_time = ~bad & ~late
-        arrived = Events(code[on_time], t[on_time], seq[on_time], kind[on_time],
-                         payload[on_time], others)
+        arrived = Events(code, t, seq, kind, payload, others)
+        if bad.any() or late.any():
+            arrived = arrived.take(np.flatnonzero(~bad & ~late))
         after, output = self._advance(
             Keys(keys, max_t, prior.evaluator, prior.pending, prior.pending_values, prior.last),
             arrived, max_t - lateness)
         rows = self._rows(after)
         new_state = pd.concat([rest, rows], ignore_index=True) if len(rest) else rows
-        late_rows = np.flatnonzero(late)
-        late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
-        late_frame = batch.iloc[order[late_rows]].copy()
-        late_frame[REASON] = late_reasons(t[late_rows], split.before[late_rows], lateness)
-        bad_rows = np.flatnonzero(bad)
-        bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
-        rejected = batch.iloc[order[bad_rows]].copy()
-        rejected[REASON] = reason[bad_rows].tolist()
-        return StepResult(new_state, output, late_frame.reset_index(drop=True),
-                          rejected.reset_index(drop=True))
+        late_rows, bad_rows = np.flatnonzero(late), np.flatnonzero(bad)
+        if len(late_rows):
+            late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
+        late_frame = _with_reasons(batch, order[late_rows], late_reasons(
+            t[late_rows], split.before[late_rows], lateness))
+        if len(bad_rows):
+            bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
+        rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
+        return StepResult(new_state, output, late_frame, rejected)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         keys, _ = Keys.of(state[self.key].to_numpy(), state, np.arange(len(state)))
@@ -276,4 +287,19 @@ class QreOperator(KeyedOperator):
             "value_json": texts[rows]})
 
 
-#: Keys with at most this many on-time events are checked with the polynomial reference (about
+def _in_order(events: Events) -> bool:
+    """Whether ``events`` are sorted by (key number, event time, arrival)."""
+    code, t = np.diff(events.code), np.diff(events.t)
+    return bool(((code > 0) | ((code == 0) & ((t > 0) | ((t == 0) & (np.diff(events.seq) >= 0)))
+                 )).all())
+
+
+def _with_reasons(batch: pd.DataFrame, rows: np.ndarray, reasons: list[str]) -> pd.DataFrame:
+    """The events at positions ``rows`` of ``batch`` with a ``reason`` each (index reset)."""
+    if not len(rows):  # as below gives it, the reason column float (cheaper: no take, no copy)
+        frame = batch.iloc[:0].reindex(columns=[*batch.columns, REASON])
+        frame.index = pd.RangeIndex(0)
+        return frame
+    frame = batch.take(rows)
+    frame[REASON] = reasons
+    return frame.reset_index(drop=True)

@@ -1,8 +1,10 @@
-"""Derived columns in the workers (engine.derive): the values do not depend on the batch split."""
+"""Derived columns in the workers (engine.derive): the values do not depend on the batch split;
+``round`` is HALF_UP on the double's shortest decimal text."""
 
 from __future__ import annotations
 
 import itertools
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 import numpy as np
 import pandas as pd
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.derive import compile_derived
+from engine.derive_values import Values, spark_round
 
 COLUMNS = {"k": "string", "v": "int", "p": "double"}
 OVER = "over (partition by k order by __seq)"
@@ -68,3 +71,19 @@ def test_each_key_alone_gives_its_rows_values(data):
         mine = events["k"].isna() if key is None else events["k"] == key
         if mine.any():
             assert as_rows(run(events[mine], [])) == as_rows(whole[mine])
+
+
+numbers = st.one_of(st.floats(), st.integers(-10**7, 10**7).map(lambda i: i / 1000),
+                    st.integers(-10**6, 10**6).map(lambda i: i / 200))  # halves at many scales
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(numbers, min_size=1, max_size=20), st.integers(0, 6))
+def test_round_is_half_up_on_the_shortest_decimal_text(values, scale):
+    got = spark_round(Values(np.array(values), np.ones(len(values), bool), "double"), scale)
+    quantum = Decimal(1).scaleb(-scale)
+    for value, rounded in zip(values, got.data.tolist(), strict=True):
+        expected = value if not np.isfinite(value) else float(Decimal(repr(value)).quantize(
+            quantum, ROUND_HALF_UP, Context(prec=800))) + 0.0
+        assert np.array(rounded).tobytes() == np.array(expected).tobytes() or (
+            np.isnan(rounded) and np.isnan(expected)), (value, scale)

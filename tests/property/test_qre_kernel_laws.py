@@ -105,6 +105,25 @@ def test_batches_do_not_change_the_kernel(query, keyed, cuts):
     assert blobs == [kernel.dump(whole.states, k) for k in range(len(keyed))]
 
 
+@settings(max_examples=60, **SETTINGS)
+@given(QUERIES, st.lists(streams(12), min_size=1, max_size=3))
+def test_states_loaded_from_the_last_dumps_equal_decoded_ones(query, keyed):
+    """The blobs of a kernel's last ``dumps`` are not decoded when loaded again: the states
+    taken from it equal those decoded from the bytes."""
+    assume(strongly_typed(query)[0])
+    kernel = kernel_of(query)
+    result = kernel.run(*flat(kernel, keyed), kernel.initial(len(keyed)))
+    blobs = kernel.dumps(result.states)
+    assert set(kernel.state_bytes.recent["last"][0]) == set(map(id, blobs))
+    remembered, ok = kernel.load([None, *blobs])
+    kernel.state_bytes.recent.clear()
+    decoded, decoded_ok = kernel.load([None, *blobs])
+    assert ok.all() and decoded_ok.all()
+    for name in ("state", "ints", "floats"):
+        assert getattr(remembered, name).tobytes() == getattr(decoded, name).tobytes()
+    assert kernel.dumps(remembered)[1:] == blobs
+
+
 def flat(kernel: Kernel, keyed: list[list[dict]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Key-sorted columns and key boundaries of per-key streams."""
     return (columns(kernel, [item for stream in keyed for item in stream]),

@@ -1,4 +1,5 @@
-"""Integer key codes handed to window operators: order kept, values restored, opt-out honoured."""
+"""Integer key codes handed to window and QRE operators: order kept, values restored, opt-out
+honoured."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.operator import SEQ, TIME
+from engine.qre.keyed import QreOperator
+from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
-from jobs.keyed import key_codes
+from jobs.keyed import KeyValues, key_codes
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
@@ -68,4 +72,45 @@ def _outputs(op: TumblingWindow, events: pd.DataFrame) -> pd.DataFrame:
 
 def test_an_aggregate_over_the_key_keeps_the_values():
     op = TumblingWindow(_spec(Aggregate("top", "argmax", "k", by="v")))
+    assert not op.codes_keys
+
+
+@pytest.mark.parametrize("output", ["every", "changes", "final"])
+def test_qre_output_is_the_same_with_codes_as_with_values(output):
+    text = "iter(eps(0), atom(v > 2, v) | atom(v <= 2, 0), +)"
+    op = QreOperator(QreSpec(key="k", key_type="string", lateness_us=10, text=text,
+                             output=output, timestamp_columns=(), fields=("v",)))
+    assert op.codes_keys
+    rng = np.random.default_rng(5)
+    names = np.array(["delta", "alpha", "charlie", "bravo"], dtype=object)
+    n = 400
+    values = rng.integers(0, 6, n).astype(object)
+    values[rng.integers(0, n, 10)] = None  # rejected: the query reads v
+    frame = pd.DataFrame({"k": names[rng.integers(0, 4, n)], "v": values,
+                          TIME: np.arange(n) * 3 - rng.integers(0, 40, n), SEQ: np.arange(n)})
+    plain = _qre_steps(op, frame, None)
+    (coded,), keys = key_codes("k", [frame])
+    with_codes = _qre_steps(op, coded, keys)
+    assert len(plain["output"]) >= 4 and len(plain["late"]) and len(plain["rejected"])
+    for kind, expected in plain.items():
+        pd.testing.assert_frame_equal(with_codes[kind], expected, check_dtype=False, obj=kind)
+
+
+def _qre_steps(op: QreOperator, events: pd.DataFrame, keys: KeyValues | None
+               ) -> dict[str, pd.DataFrame]:
+    """Everything ``op`` returns over ``events`` in two batches and the flush (keys decoded)."""
+    state, found = op.init(), {"output": [], "late": [], "rejected": [], "state": []}
+    decode = keys.decode if keys else (lambda frame: frame)
+    for batch in (events.iloc[:200], events.iloc[200:]):
+        result = op.step(state, batch)
+        state = result.state
+        for kind in ("output", "late", "rejected", "state"):
+            found[kind].append(decode(getattr(result, kind)))
+    found["output"].append(decode(op.finish(state)))
+    return {kind: pd.concat(frames, ignore_index=True) for kind, frames in found.items()}
+
+
+def test_a_qre_query_reading_the_key_keeps_the_values():
+    op = QreOperator(QreSpec(key="k", key_type="string", lateness_us=0, text="atom(k == 'a', 1)",
+                             output="every", timestamp_columns=(), fields=("k",)))
     assert not op.codes_keys
