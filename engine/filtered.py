@@ -28,6 +28,7 @@ class WrappedOperator(KeyedOperator):
         self.output_schema = inner.output_schema
         self.output_keys = inner.output_keys
         self.codes_keys = inner.codes_keys
+        self.categorical_keys = inner.categorical_keys
 
     def init(self) -> pd.DataFrame:
         return self.inner.init()

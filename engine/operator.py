@@ -76,6 +76,10 @@ def column_to_arrow(values: pd.Series, type_: pa.DataType) -> pa.Array:
     if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
         # plain numbers convert as the same values, several times faster than from a Series
         return pa.array(values.to_numpy(), type=type_, from_pandas=True)
+    if isinstance(values.dtype, pd.CategoricalDtype):  # each category converted once
+        codes = values.cat.codes.to_numpy()
+        categories = pa.array(values.cat.categories.to_numpy(), type=type_, from_pandas=True)
+        return categories.take(pa.array(codes, mask=codes < 0))
     return pa.array(values, type=type_, from_pandas=True)
 
 
@@ -104,6 +108,9 @@ class KeyedOperator(ABC):
     #: The operator uses key values only to group rows and to order them, so a runner may hand
     #: it integer codes that sort like the values (and turn them back in what it writes).
     codes_keys: bool = False
+    #: The operator takes a text key column as pandas categorical values as they are (it only
+    #: filters, reorders and emits them), so a runner need not turn them into Python strings.
+    categorical_keys: bool = False
 
     @abstractmethod
     def init(self) -> pd.DataFrame:

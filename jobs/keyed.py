@@ -163,7 +163,6 @@ def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
     directory = plan.dirs[batch][kind]
-    os.makedirs(directory, exist_ok=True)  # (local paths, as the file's write below)
     path = f"{directory}/part-b{bucket:05d}-a{attempt}.parquet"
     # dictionary pages only for text: on numbers they cost more time than they save space
     text = [f.name for f in table.schema if pa.types.is_string(f.type)]
@@ -171,11 +170,22 @@ def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket
     sink = pa.BufferOutputStream()  # one write of the whole file (cheaper than the writer's)
     pq.write_table(table, sink, use_dictionary=text, metadata_collector=footer)
     data = sink.getvalue()
-    with open(path, "wb") as out:
-        out.write(data)
+    _write_file(path, data)
     rows, stats = file_stats(path, footer[0])
     return {"batch": batch, "kind": kind, "bucket": bucket, "path": path, "size": data.size,
             "rows": rows, "stats": stats}
+
+
+def _write_file(path: str, data: pa.Buffer) -> None:
+    """Write ``data`` as the file ``path`` (local), making its directory for the first file
+    (one system call less for the others)."""
+    try:
+        with open(path, "wb") as out:
+            out.write(data)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(data)
 
 
 def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -361,12 +371,14 @@ def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, S
 def shuffled_events(plan: StepPlan, table: pa.Table) -> pd.DataFrame:
     """One bucket's events as Spark's exchange hands them (Arrow), as the frame the direct
     exchange builds (:func:`bucket_events`): ints with nulls nullable ``Int64``, nanosecond
-    timestamps, a text key categorical for an operator that takes key codes."""
+    timestamps, a text key categorical for an operator that takes key codes or categorical
+    keys."""
     table = table.drop_columns([BUCKET])
     key = plan.op.key
     i = table.schema.get_field_index(key)
-    if plan.op.codes_keys and (pa.types.is_string(table.schema.field(i).type)
-                               or pa.types.is_large_string(table.schema.field(i).type)):
+    text = table.schema.field(i).type
+    if (plan.op.codes_keys or plan.op.categorical_keys) and (
+            pa.types.is_string(text) or pa.types.is_large_string(text)):
         table = table.set_column(i, key, table.column(i).dictionary_encode())
     return exact_pandas(table, coerce_temporal_nanoseconds=True)
 
@@ -384,7 +396,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
 
     Keys are bucketed with pandas' stable hash (not Spark's), so a run sticks to one exchange.
     A text key column is read dictionary-encoded (each distinct key is hashed once); it stays
-    categorical for an operator that takes key codes and becomes plain values otherwise.
+    categorical for an operator that takes key codes or categorical keys and becomes plain values
+    otherwise.
     """
     lo, key, tables = plan.batches[0][1], plan.op.key, []
     for table, seq, of in range_events(plan, files, buckets) if ranged is None else ranged:
@@ -399,7 +412,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
     if plan.derive:
         events = plan.derive.add_to(
             events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket)
-    if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
+    if isinstance(events[key].dtype, pd.CategoricalDtype) and not (
+            plan.op.codes_keys or plan.op.categorical_keys):
         events[key] = events[key].to_numpy(dtype=object)
     return events
 

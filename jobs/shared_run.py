@@ -131,7 +131,8 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     out = []
     for m in members:
         key, time_column = m.plan.op.key, m.plan.time_column
-        values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not m.plan.op.codes_keys
+        values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not (
+            m.plan.op.codes_keys or m.plan.op.categorical_keys)
         stream = (m.widened, key, time_column, values)
         if stream not in streams:  # each cluster's W, and its members' events, once per key
             if m.widened not in widened:

@@ -18,6 +18,7 @@ class SelectOperator(KeyedOperator):
 
     version = "1"
     codes_keys = False  # a chosen key column is emitted as is
+    categorical_keys = True
 
     def __init__(self, spec: SelectSpec, name: str = "select"):
         self.spec = spec
