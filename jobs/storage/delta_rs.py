@@ -1,4 +1,12 @@
-"""Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet."""
+"""Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet.
+
+A run's per-batch commits that only append files to a plain local table are written by this
+module itself (:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as
+delta-rs writes it); delta-rs's own commit and the refresh of its handle after it cost some
+milliseconds each, which a replay pays on every table of every batch. Everything else (a first
+commit, removes, overwrites, a table with writer features or column invariants, a checkpoint's
+version) goes through delta-rs.
+"""
 
 from __future__ import annotations
 
@@ -51,6 +59,31 @@ def _filesystem(path: str) -> tuple[pa.fs.FileSystem, str]:
 def _exists(path: str) -> bool:
     fs, inner = _filesystem(path)
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
+
+
+#: Relative data file paths a log entry can name as they are (no character to percent-encode).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+def _checkpoint_interval(dt: DeltaTable) -> int:
+    """Every how many versions delta-rs checkpoints ``dt`` after a commit (it does after the
+    commit of a version ``v`` with ``v + 1`` a multiple)."""
+    return int(dt.metadata().configuration.get("delta.checkpointInterval") or 100)
+
+
+def _create(path: str, text: str) -> bool:
+    """Write the local file ``path`` whole if there is none yet (a temporary file linked into
+    place: readers never see a part of it); False when there is one."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"  # a name only
+    with open(tmp, "w") as out:
+        out.write(text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 def _relative(path: str, root: str) -> str:
@@ -111,6 +144,11 @@ class DeltaRsStorage(DeltaStorage):
     #: Open handles on tables this process commits to, brought up to date before each use
     #: (reading the new log entries is cheaper than opening the table again).
     _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
+    #: Appends this process wrote past its open handle's version: table -> (the latest version,
+    #: the app transactions of those appends). The handle reads them when next brought up to
+    #: date (:meth:`_current`); commits and :meth:`version` need not.
+    _appended: dict[str, tuple[int, dict[str, int]]] = field(init=False, default_factory=dict,
+                                                            repr=False)
 
     def _current(self, path: str) -> DeltaTable | None:
         """The table at ``path`` at its latest version, or None when there is no table."""
@@ -172,6 +210,9 @@ class DeltaRsStorage(DeltaStorage):
         return DeltaTable.is_deltatable(root)
 
     def version(self, path: str) -> int:
+        head = self._head(_local(path).rstrip("/"))
+        if head is not None:
+            return head[0]
         dt = self._current(path)
         if dt is None:
             raise StorageError(f"no Delta table at {path}")
@@ -286,6 +327,10 @@ class DeltaRsStorage(DeltaStorage):
                      metadata: Mapping[str, str] | None = None,
                      remove: Sequence[str] = ()) -> WriteResult:
         root = _local(path).rstrip("/")
+        if mode == "append" and not remove:
+            appended = self._append(root, files, schema, txn, metadata)
+            if appended is not None:
+                return appended
         dt = self._current(path)
         if dt is not None and txn is not None and done_already(
                 dt.transaction_version(txn.app_id), txn):
@@ -311,6 +356,70 @@ class DeltaRsStorage(DeltaStorage):
             raise StorageError(f"cannot commit {len(files)} files to Delta table {path}: {exc}"
                                ) from exc
         return WriteResult(version=0)
+
+    def _head(self, root: str) -> tuple[int, dict[str, int]] | None:
+        """The latest version of the table at ``root`` and the app transactions committed past
+        its open handle, when the latest commits are this process's appends (no other writer
+        since, table not made again); else None."""
+        dt = self._latest.get(root)
+        if dt is None:
+            return None
+        version, txns = self._appended.get(root, (dt.version(), {}))
+        if version < dt.version():  # the handle read them since
+            version, txns = dt.version(), {}
+        log = f"{root}/_delta_log/{{:020d}}.json"
+        if not _exists(log.format(version)) or _exists(log.format(version + 1)):
+            return None
+        return version, txns
+
+    def _append(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
+                txn: Txn | None, metadata: Mapping[str, str] | None) -> WriteResult | None:
+        """Append ``files`` as the next log entry of the open table at ``root``, written here
+        (see the module docstring); None when delta-rs has to make this commit."""
+        head = self._head(root)
+        if head is None:
+            return None
+        version, txns = head
+        dt = self._latest[root]
+        if txn is not None:
+            done = txns.get(txn.app_id)
+            if done_already(dt.transaction_version(txn.app_id) if done is None else done, txn):
+                return WriteResult(version=None, skipped=True)
+        paths = [_relative(f.path, root) for f in files]
+        if not self._plain(dt, schema) or not all(_PLAIN_PATH.fullmatch(p) for p in paths) or (
+                (version + 2) % _checkpoint_interval(dt) == 0):
+            return None
+        now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
+        info = {"timestamp": now_ms, "operation": "WRITE",
+                "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+                "engineInfo": "reprise", **dict(metadata or {})}
+        lines = [{"commitInfo": info}]
+        lines += [{"add": {"path": p, "partitionValues": {}, "size": f.size,
+                           "modificationTime": now_ms, "dataChange": True,
+                           "stats": f.stats or json.dumps({"numRecords": f.num_records})}}
+                  for p, f in zip(paths, files, strict=True)]
+        if txn is not None:
+            lines.append({"txn": {"appId": txn.app_id, "version": txn.version}})
+        entry = f"{root}/_delta_log/{version + 1:020d}.json"
+        if not _create(entry, "".join(json.dumps(line) + "\n" for line in lines)):
+            return None  # another writer took the version: delta-rs sorts it out
+        self._appended[root] = (version + 1,
+                                {**txns, txn.app_id: txn.version} if txn is not None else txns)
+        return WriteResult(version=version + 1)
+
+    def _plain(self, dt: DeltaTable, schema: pa.Schema) -> bool:
+        """Whether an append of files of ``schema`` to ``dt`` needs nothing of a writer but its
+        log entry: writer protocol 2 at most without writer features, no column invariants,
+        the table's schema, no partitions."""
+        proto = dt.protocol()
+        if proto.min_writer_version > 2 or proto.writer_features:
+            return False
+        meta = dt.metadata()
+        table_schema = dt.schema()
+        if meta.partition_columns or any("delta.invariants" in (f.metadata or {})
+                                         for f in table_schema.fields):
+            return False
+        return table_schema.to_json() == Schema.from_arrow(schema).to_json()
 
     def checkpoint(self, path: str, every: int) -> bool:
         dt = self._current(path)
