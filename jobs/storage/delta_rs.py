@@ -65,10 +65,15 @@ def _exists(path: str) -> bool:
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
 
 
+#: delta-rs's checkpoint interval of a table without ``delta.checkpointInterval``.
+_CHECKPOINT_INTERVAL = 100
+
+
 def _checkpoint_interval(dt: DeltaTable) -> int:
     """Every how many versions delta-rs checkpoints ``dt`` after a commit (it does after the
     commit of a version ``v`` with ``v + 1`` a multiple)."""
-    return int(dt.metadata().configuration.get("delta.checkpointInterval") or 100)
+    return int(dt.metadata().configuration.get("delta.checkpointInterval")
+               or _CHECKPOINT_INTERVAL)
 
 
 def _create(path: str, text: str) -> bool:
@@ -134,6 +139,17 @@ def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitPropert
     )
 
 
+@dataclass(frozen=True)
+class _Appends:
+    """A table's latest version, written by this process: the app transactions of its appends
+    past the open handle's version (when ``made`` is None), or of all its commits since it made
+    the table with the Delta schema ``made`` (default protocol, no partitions, no properties)."""
+
+    version: int
+    txns: dict[str, int]
+    made: str | None = None
+
+
 @dataclass
 class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
@@ -144,11 +160,10 @@ class DeltaRsStorage(DeltaStorage):
     #: Open handles on tables this process commits to, brought up to date before each use
     #: (reading the new log entries is cheaper than opening the table again).
     _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
-    #: Appends this process wrote past its open handle's version: table -> (the latest version,
-    #: the app transactions of those appends). The handle reads them when next brought up to
-    #: date (:meth:`_current`); commits and :meth:`version` need not.
-    _appended: dict[str, tuple[int, dict[str, int]]] = field(init=False, default_factory=dict,
-                                                            repr=False)
+    #: The appends this process wrote past its open handle's version, or since it made the
+    #: table (no handle needed). The handle reads them when next brought up to date
+    #: (:meth:`_current`); commits and :meth:`version` need not.
+    _appended: dict[str, _Appends] = field(init=False, default_factory=dict, repr=False)
 
     def _current(self, path: str) -> DeltaTable | None:
         """The table at ``path`` at its latest version, or None when there is no table."""
@@ -212,7 +227,7 @@ class DeltaRsStorage(DeltaStorage):
     def version(self, path: str) -> int:
         head = self._head(_local(path).rstrip("/"))
         if head is not None:
-            return head[0]
+            return head.version
         dt = self._current(path)
         if dt is None:
             raise StorageError(f"no Delta table at {path}")
@@ -350,45 +365,54 @@ class DeltaRsStorage(DeltaStorage):
                                             commit_properties=props)
                 dt.update_incremental()
                 return WriteResult(version=dt.version())
-            create_table_with_add_actions(root, Schema.from_arrow(schema), actions,
-                                          mode="error", commit_properties=props)
+            made = Schema.from_arrow(schema)
+            create_table_with_add_actions(root, made, actions, mode="error",
+                                          commit_properties=props)
         except DeltaError as exc:
             raise StorageError(f"cannot commit {len(files)} files to Delta table {path}: {exc}"
                                ) from exc
+        if not remove:  # (made with the default protocol, no partitions, no properties)
+            self._appended[root] = _Appends(0, {txn.app_id: txn.version} if txn else {},
+                                            made.to_json())
         return WriteResult(version=0)
 
-    def _head(self, root: str) -> tuple[int, dict[str, int]] | None:
-        """The latest version of the table at ``root`` and the app transactions committed past
-        its open handle, when the latest commits are this process's appends (no other writer
-        since, table not made again); else None."""
+    def _head(self, root: str) -> _Appends | None:
+        """The latest version of the table at ``root`` and the app transactions known beyond its
+        open handle (see :class:`_Appends`), when its latest commits are this process's (no
+        other writer since, table not made again); else None."""
         dt = self._latest.get(root)
-        if dt is None:
+        head = self._appended.get(root)
+        if dt is not None and (head is None or head.version < dt.version()):
+            head = _Appends(dt.version(), {})  # (the handle read the appends since)
+        if head is None:
             return None
-        version, txns = self._appended.get(root, (dt.version(), {}))
-        if version < dt.version():  # the handle read them since
-            version, txns = dt.version(), {}
         log = f"{root}/_delta_log/{{:020d}}.json"
-        if not _exists(log.format(version)) or _exists(log.format(version + 1)):
+        if not _exists(log.format(head.version)) or _exists(log.format(head.version + 1)):
             return None
-        return version, txns
+        return head
 
     def _append(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
                 txn: Txn | None, metadata: Mapping[str, str] | None) -> WriteResult | None:
-        """Append ``files`` as the next log entry of the open table at ``root``, written here
-        (see the module docstring); None when delta-rs has to make this commit."""
+        """Append ``files`` as the next log entry of the table at ``root``, written here (see
+        the module docstring); None when delta-rs has to make this commit."""
         head = self._head(root)
         if head is None:
             return None
-        version, txns = head
-        dt = self._latest[root]
+        dt = self._latest.get(root) if head.made is None else None
         if txn is not None:
-            done = txns.get(txn.app_id)
-            if done_already(dt.transaction_version(txn.app_id) if done is None else done, txn):
+            done = head.txns.get(txn.app_id)
+            if done is None and dt is not None:
+                done = dt.transaction_version(txn.app_id)
+            if done_already(done, txn):
                 return WriteResult(version=None, skipped=True)
         paths = [_relative(f.path, root) for f in files]
-        if not self._plain(dt, schema) or not all(_PLAIN_PATH.fullmatch(p) for p in paths) or (
-                (version + 2) % _checkpoint_interval(dt) == 0):
+        plain = (head.made == Schema.from_arrow(schema).to_json() if dt is None
+                 else self._plain(dt, schema))
+        interval = _checkpoint_interval(dt) if dt is not None else _CHECKPOINT_INTERVAL
+        if not plain or not all(_PLAIN_PATH.fullmatch(p) for p in paths) or (
+                (head.version + 2) % interval == 0):
             return None
+        version = head.version + 1
         now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
         info = {"timestamp": now_ms, "operation": "WRITE",
                 "operationParameters": {"mode": "Append", "partitionBy": "[]"},
@@ -400,12 +424,12 @@ class DeltaRsStorage(DeltaStorage):
                   for p, f in zip(paths, files, strict=True)]
         if txn is not None:
             lines.append({"txn": {"appId": txn.app_id, "version": txn.version}})
-        entry = f"{root}/_delta_log/{version + 1:020d}.json"
+        entry = f"{root}/_delta_log/{version:020d}.json"
         if not _create(entry, "".join(json.dumps(line) + "\n" for line in lines)):
             return None  # another writer took the version: delta-rs sorts it out
-        self._appended[root] = (version + 1,
-                                {**txns, txn.app_id: txn.version} if txn is not None else txns)
-        return WriteResult(version=version + 1)
+        txns = {**head.txns, txn.app_id: txn.version} if txn is not None else head.txns
+        self._appended[root] = _Appends(version, txns, head.made)
+        return WriteResult(version=version)
 
     def _plain(self, dt: DeltaTable, schema: pa.Schema) -> bool:
         """Whether an append of files of ``schema`` to ``dt`` needs nothing of a writer but its
