@@ -1,11 +1,12 @@
 """Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet.
 
-A run's per-batch commits that only append files to a plain local table are written by this
-module itself (:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as
-delta-rs writes it); delta-rs's own commit and the refresh of its handle after it cost some
-milliseconds each, which a replay pays on every table of every batch. Everything else (a first
-commit, removes, overwrites, a table with writer features or column invariants, a checkpoint's
-version) goes through delta-rs.
+A run's per-batch commits in append mode to a plain local table (files added; a state commit
+also removes its buckets' previous files) are written by this module itself
+(:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as delta-rs writes
+it); delta-rs's own commit and the refresh of its handle after it cost some milliseconds each,
+which a replay pays on every table of every batch. Everything else (a first commit, an
+overwrite, a table with writer features or column invariants, removes from an append-only
+table, a checkpoint's version) goes through delta-rs.
 """
 
 from __future__ import annotations
@@ -342,8 +343,8 @@ class DeltaRsStorage(DeltaStorage):
                      metadata: Mapping[str, str] | None = None,
                      remove: Sequence[str] = ()) -> WriteResult:
         root = _local(path).rstrip("/")
-        if mode == "append" and not remove:
-            appended = self._append(root, files, schema, txn, metadata)
+        if mode == "append":
+            appended = self._append(root, files, schema, txn, metadata, remove)
             if appended is not None:
                 return appended
         dt = self._current(path)
@@ -392,9 +393,11 @@ class DeltaRsStorage(DeltaStorage):
         return head
 
     def _append(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
-                txn: Txn | None, metadata: Mapping[str, str] | None) -> WriteResult | None:
-        """Append ``files`` as the next log entry of the table at ``root``, written here (see
-        the module docstring); None when delta-rs has to make this commit."""
+                txn: Txn | None, metadata: Mapping[str, str] | None, remove: Sequence[str] = ()
+                ) -> WriteResult | None:
+        """Append ``files`` (and remove the files ``remove``) as the next log entry of the table
+        at ``root``, written here (see the module docstring); None when delta-rs has to make
+        this commit."""
         head = self._head(root)
         if head is None:
             return None
@@ -406,10 +409,11 @@ class DeltaRsStorage(DeltaStorage):
             if done_already(done, txn):
                 return WriteResult(version=None, skipped=True)
         paths = [_relative(f.path, root) for f in files]
+        removed = [_relative(p, root) for p in remove]
         plain = (head.made == Schema.from_arrow(schema).to_json() if dt is None
-                 else self._plain(dt, schema))
+                 else self._plain(dt, schema, bool(removed)))
         interval = _checkpoint_interval(dt) if dt is not None else _CHECKPOINT_INTERVAL
-        if not plain or not all(_PLAIN_PATH.fullmatch(p) for p in paths) or (
+        if not plain or not all(_PLAIN_PATH.fullmatch(p) for p in [*paths, *removed]) or (
                 (head.version + 2) % interval == 0):
             return None
         version = head.version + 1
@@ -422,6 +426,8 @@ class DeltaRsStorage(DeltaStorage):
                            "modificationTime": now_ms, "dataChange": True,
                            "stats": f.stats or json.dumps({"numRecords": f.num_records})}}
                   for p, f in zip(paths, files, strict=True)]
+        lines += [{"remove": {"path": p, "dataChange": True, "deletionTimestamp": now_ms,
+                              "extendedFileMetadata": False}} for p in removed]
         if txn is not None:
             lines.append({"txn": {"appId": txn.app_id, "version": txn.version}})
         entry = f"{root}/_delta_log/{version:020d}.json"
@@ -431,10 +437,11 @@ class DeltaRsStorage(DeltaStorage):
         self._appended[root] = _Appends(version, txns, head.made)
         return WriteResult(version=version)
 
-    def _plain(self, dt: DeltaTable, schema: pa.Schema) -> bool:
-        """Whether an append of files of ``schema`` to ``dt`` needs nothing of a writer but its
-        log entry: writer protocol 2 at most without writer features, no column invariants,
-        the table's schema, no partitions."""
+    def _plain(self, dt: DeltaTable, schema: pa.Schema, removes: bool) -> bool:
+        """Whether an append of files of ``schema`` to ``dt`` (that ``removes`` files) needs
+        nothing of a writer but its log entry: writer protocol 2 at most without writer
+        features, no column invariants, the table's schema, no partitions (and not an
+        append-only table)."""
         proto = dt.protocol()
         if proto.min_writer_version > 2 or proto.writer_features:
             return False
@@ -442,6 +449,8 @@ class DeltaRsStorage(DeltaStorage):
         table_schema = dt.schema()
         if meta.partition_columns or any("delta.invariants" in (f.metadata or {})
                                          for f in table_schema.fields):
+            return False
+        if removes and meta.configuration.get("delta.appendOnly", "").lower() == "true":
             return False
         return table_schema.to_json() == Schema.from_arrow(schema).to_json()
 

@@ -528,9 +528,10 @@ def test_delta_rs_not_a_table_names_the_path(storage, tmp_path):
 
 
 def test_delta_rs_appends_a_runs_commits_as_delta_rs_would(storage, tmp_path):
-    """A run's plain appends are log entries written by the backend itself: a fresh delta-rs
-    handle reads their files, app transactions and metadata; a commit that another writer's
-    version takes is made by delta-rs after it; the checkpoint comes where delta-rs makes it."""
+    """A run's commits in append mode (a remove too) are log entries written by the backend
+    itself: a fresh delta-rs handle reads their files, app transactions and metadata; a commit
+    that another writer's version takes is made by delta-rs after it; the checkpoint comes
+    where delta-rs makes it."""
     path = table_path(tmp_path)
     parts = [batch([i]) for i in range(103)]
     for i, part in enumerate(parts[:3]):
@@ -554,7 +555,14 @@ def test_delta_rs_appends_a_runs_commits_as_delta_rs_would(storage, tmp_path):
         *range(103), 1000]
     assert sorted(f.name for f in (Path(path) / "_delta_log").iterdir()
                   if f.name.endswith(".checkpoint.parquet")) == [f"{99:020d}.checkpoint.parquet"]
-    history = storage.history(path, limit=2)
+    dropped = next(f.path for f in storage.live_files(path)
+                   if f.path.endswith("b0/part-00000.parquet"))
+    staged = stage(storage, path, "b103", [batch([2000])])
+    assert storage.commit_files(path, staged, SCHEMA, txn=Txn("run", 103),
+                                remove=[dropped]).version == 104
+    assert sorted(DeltaTable(path).to_pyarrow_dataset().to_table().column("n").to_pylist()) == [
+        *range(1, 103), 1000, 2000]
+    history = storage.history(path, limit=3)[1:]
     assert [h["version"] for h in history] == [103, 102]
     assert storage.commit_metadata(history[0])["reprise.batch"] == "102"
     assert history[0]["operation"] == "WRITE"
