@@ -200,8 +200,11 @@ class DeltaRsStorage(DeltaStorage):
             return self._snapshots[(path, version)]
         # the open handle of the latest version, when it is the snapshot asked for (not cached
         # as a snapshot: it moves on)
-        current = (self._current(path) if version is None
-                   else self._latest.get(_local(path).rstrip("/")))
+        root = _local(path).rstrip("/")
+        current, head = self._latest.get(root), self._appended.get(root)
+        if version is None or (current is not None and version > current.version()) or (
+                head is not None and version == head.version):
+            current = self._current(path)  # (opened, or brought past this process's appends)
         if current is not None and version in (None, current.version()):
             dt = current
         else:
