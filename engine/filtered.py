@@ -28,6 +28,7 @@ class WrappedOperator(KeyedOperator):
         self.output_schema = inner.output_schema
         self.output_keys = inner.output_keys
         self.codes_keys = inner.codes_keys
+        self.categorical_keys = inner.categorical_keys
 
     def init(self) -> pd.DataFrame:
         return self.inner.init()
@@ -50,14 +51,42 @@ def passing(frame: pd.DataFrame, predicate: Pred) -> pd.DataFrame:
     return frame if mask.all() else frame[mask]
 
 
-class FilteredOperator(WrappedOperator):
-    """``inner`` fed only the events that pass ``where``."""
+class Passing:
+    """The passing rows of the batches a worker steps, for each batch computed once by the
+    filters that share this object (a shared job's members with one residual predicate step
+    the very same batch frames; a batch is recognised by identity and kept until
+    :meth:`reset`)."""
 
-    def __init__(self, inner: KeyedOperator, where: Pred):
-        super().__init__(inner)
+    def __init__(self, where: Pred):
         self.where = where
+        self._done: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = {}
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        done = self._done.get(id(batch))
+        if done is not None and done[0] is batch:
+            return done[1]
+        rows = passing(batch, self.where)
+        self._done[id(batch)] = (batch, rows)
+        return rows
+
+    def reset(self) -> None:
+        """Forget the batches seen (a worker starts a new bucket)."""
+        self._done.clear()
+
+
+class FilteredOperator(WrappedOperator):
+    """``inner`` fed only the events that pass ``where`` (``shared``: the passing rows of
+    filters of the same ``where`` that step the same batches)."""
+
+    def __init__(self, inner: KeyedOperator, where: Pred, shared: Passing | None = None):
+        super().__init__(inner)
+        if shared is not None and shared.where != where:
+            raise ValueError("a filter can share the passing rows of its own predicate only")
+        self.where = where
+        self.shared = shared
         # the predicate must see key values, not the codes a runner may hand the operator
         self.codes_keys = inner.codes_keys and inner.key not in where.columns
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
-        return self.inner.step(state, passing(batch, self.where))
+        rows = self.shared(batch) if self.shared is not None else passing(batch, self.where)
+        return self.inner.step(state, rows)

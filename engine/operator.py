@@ -63,18 +63,24 @@ class StateCodec:
 
 def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     """Convert ``frame`` to ``schema``; int64 microseconds become timestamps, NaN becomes null."""
-    arrays = []
-    for fld in schema:
-        values = frame[fld.name] if len(frame) else pd.Series([], dtype=object)
-        if pa.types.is_timestamp(fld.type) and not pd.api.types.is_datetime64_any_dtype(values):
-            arr = pa.array(np.asarray(values, dtype="int64"), pa.int64()).cast(fld.type)
-        elif isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
-            # plain numbers convert as the same values, several times faster than from a Series
-            arr = pa.array(values.to_numpy(), type=fld.type, from_pandas=True)
-        else:
-            arr = pa.array(values, type=fld.type, from_pandas=True)
-        arrays.append(arr)
-    return pa.Table.from_arrays(arrays, schema=schema)
+    empty = None if len(frame) else pd.Series([], dtype=object)
+    return pa.Table.from_arrays(
+        [column_to_arrow(frame[f.name] if empty is None else empty, f.type) for f in schema],
+        schema=schema)
+
+
+def column_to_arrow(values: pd.Series, type_: pa.DataType) -> pa.Array:
+    """One column of a frame as ``type_`` (see :func:`to_arrow`)."""
+    if pa.types.is_timestamp(type_) and not pd.api.types.is_datetime64_any_dtype(values):
+        return pa.array(np.asarray(values, dtype="int64"), pa.int64()).cast(type_)
+    if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
+        # plain numbers convert as the same values, several times faster than from a Series
+        return pa.array(values.to_numpy(), type=type_, from_pandas=True)
+    if isinstance(values.dtype, pd.CategoricalDtype):  # each category converted once
+        codes = values.cat.codes.to_numpy()
+        categories = pa.array(values.cat.categories.to_numpy(), type=type_, from_pandas=True)
+        return categories.take(pa.array(codes, mask=codes < 0))
+    return pa.array(values, type=type_, from_pandas=True)
 
 
 def exact_pandas(table: pa.Table, **options: bool) -> pd.DataFrame:
@@ -102,6 +108,9 @@ class KeyedOperator(ABC):
     #: The operator uses key values only to group rows and to order them, so a runner may hand
     #: it integer codes that sort like the values (and turn them back in what it writes).
     codes_keys: bool = False
+    #: The operator takes a text key column as pandas categorical values as they are (it only
+    #: filters, reorders and emits them), so a runner need not turn them into Python strings.
+    categorical_keys: bool = False
 
     @abstractmethod
     def init(self) -> pd.DataFrame:

@@ -14,9 +14,10 @@ operators) get integer codes that sort like the values; the worker writes the va
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -28,7 +29,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from engine.operator import REASON, SEQ, TIME, KeyedOperator, exact_pandas, to_arrow
+from engine.operator import REASON, SEQ, TIME, KeyedOperator, column_to_arrow, exact_pandas
 
 from .derived import WorkerDerive
 from .storage import StagedFile, file_stats
@@ -82,13 +83,8 @@ def bucketed(df: DataFrame, key: str, buckets: int) -> DataFrame:
     return df.withColumn(BUCKET, F.pmod(F.xxhash64(F.col(key)), F.lit(buckets)))
 
 
-def event_rows(events: pd.DataFrame, plan: StepPlan) -> pd.DataFrame:
-    """Events as the late/quarantine tables store them: recording columns, arrival_seq, reason
-    (no events: ``events`` itself, which :func:`_write` skips)."""
-    if events.empty:
-        return events
-    return pd.DataFrame({**{c: events[c].array for c in plan.recording_columns},
-                         "arrival_seq": events[SEQ].array, REASON: events[REASON].array})
+#: The late and quarantine tables' column of an event's arrival sequence (``SEQ`` in a batch).
+ARRIVAL = "arrival_seq"
 
 
 @dataclass(frozen=True)
@@ -102,6 +98,11 @@ class KeyValues:
     def _arrow(self) -> pa.Array:
         return pa.array(self.values, from_pandas=True)
 
+    @cached_property
+    def index(self) -> pd.Index:
+        """:attr:`values` as an index (code of a value: its position)."""
+        return pd.Index(self.values)
+
     def decode(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with its key codes turned back into key values."""
         if frame.empty:
@@ -112,34 +113,79 @@ class KeyValues:
     def to_arrow(self, frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
         """``frame`` (keys as codes) as a table of ``schema`` (keys as values), the key column
         taken from the values in Arrow (no Python object per row)."""
-        i = schema.get_field_index(self.key)
-        codes = pa.array(frame[self.key].to_numpy(dtype="int64"))
-        column = self._arrow.take(codes).cast(schema.field(i).type)
-        rest = to_arrow(frame, schema.remove(i))  # reads only the schema's columns
-        return rest.add_column(i, schema.field(i), column)
+        return arrow_table(frame, schema, self)
+
+    def column(self, codes: pd.Series, type_: pa.DataType) -> pa.Array:
+        """The key values of ``codes`` as ``type_``."""
+        return self._arrow.take(pa.array(codes.to_numpy(dtype="int64"))).cast(type_)
 
 
-def _write(plan: StepPlan, batch: int, kind: str, frame: pd.DataFrame, bucket: int,
-           keys: KeyValues | None = None) -> dict | None:
-    """Write ``frame`` (its keys as codes of ``keys`` when given) as the bucket's Parquet file of
-    ``kind`` for ``batch``; returns its file row."""
+def arrow_table(frame: pd.DataFrame, schema: pa.Schema, keys: KeyValues | None = None,
+                names: Mapping[str, str] | None = None) -> pa.Table:
+    """``frame`` (non-empty) as a table of ``schema`` (:func:`engine.operator.to_arrow`), its
+    key codes turned into the values of ``keys`` when given; ``names``: the frame's column of a
+    field where the names differ."""
+    arrays = []
+    for f in schema:
+        column = frame[names.get(f.name, f.name) if names else f.name]
+        arrays.append(keys.column(column, f.type) if keys is not None and f.name == keys.key
+                      else column_to_arrow(column, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def event_table(frames: Sequence[pd.DataFrame], schema: pa.Schema,
+                keys: KeyValues | None = None) -> pa.Table | None:
+    """Events (``frames``, one after the other) as the late and quarantine tables store them:
+    recording columns, arrival_seq, reason; None without events."""
+    tables = [arrow_table(f, schema, keys, {ARRIVAL: SEQ}) for f in frames if not f.empty]
+    if not tables:
+        return None
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
+
+
+def output_table(frame: pd.DataFrame, schema: pa.Schema, batch: int,
+                 keys: KeyValues | None = None) -> pa.Table | None:
+    """An operator's output rows of ``batch`` as the output table stores them (its ``batch``
+    column added); None without rows."""
     if frame.empty:
         return None
-    table = keys.to_arrow(frame, plan.schemas[kind]) if keys else to_arrow(
-        frame, plan.schemas[kind])
+    i = schema.get_field_index("batch")
+    table = arrow_table(frame, schema.remove(i), keys)
+    return table.add_column(i, schema.field(i), pa.array(np.full(len(frame), batch, "int64")))
+
+
+def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket: int
+           ) -> dict | None:
+    """Write ``table`` (None: nothing) as the bucket's Parquet file of ``kind`` for ``batch``;
+    returns its file row."""
+    if table is None:
+        return None
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
-    fs = pa.fs.LocalFileSystem()
     directory = plan.dirs[batch][kind]
-    fs.create_dir(directory, recursive=True)
     path = f"{directory}/part-b{bucket:05d}-a{attempt}.parquet"
     # dictionary pages only for text: on numbers they cost more time than they save space
     text = [f.name for f in table.schema if pa.types.is_string(f.type)]
     footer: list[pq.FileMetaData] = []
-    pq.write_table(table, path, use_dictionary=text, metadata_collector=footer)
+    sink = pa.BufferOutputStream()  # one write of the whole file (cheaper than the writer's)
+    pq.write_table(table, sink, use_dictionary=text, metadata_collector=footer)
+    data = sink.getvalue()
+    _write_file(path, data)
     rows, stats = file_stats(path, footer[0])
-    return {"batch": batch, "kind": kind, "bucket": bucket, "path": path,
-            "size": fs.get_file_info(path).size, "rows": rows, "stats": stats}
+    return {"batch": batch, "kind": kind, "bucket": bucket, "path": path, "size": data.size,
+            "rows": rows, "stats": stats}
+
+
+def _write_file(path: str, data: pa.Buffer) -> None:
+    """Write ``data`` as the file ``path`` (local), making its directory for the first file
+    (one system call less for the others)."""
+    try:
+        with open(path, "wb") as out:
+            out.write(data)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(data)
 
 
 def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -202,25 +248,73 @@ def _factorized(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return pd.factorize(column.to_numpy(dtype=object))
 
 
-def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame,
+@dataclass(frozen=True)
+class BucketSplit:
+    """A bucket's events as :func:`run_bucket` steps them, per batch of the plan: those the
+    operator can place (keys as codes of ``keys`` for an operator that takes codes) and those it
+    quarantines. It depends only on the operator's key, time column and ``codes_keys`` and on
+    the batches, so operators that agree on those can step one split (a shared job splits each
+    stream's events once for all its members)."""
+
+    good_of: list[pd.DataFrame]
+    bad_of: list[pd.DataFrame]
+    keys: KeyValues | None
+
+
+def _steps(plan: StepPlan) -> tuple[tuple[int, int, int], ...]:
+    """The plan's batches that step events (not the end-of-input flush)."""
+    return plan.batches[:-1] if plan.finish else plan.batches
+
+
+def split_bucket(plan: StepPlan, events: pd.DataFrame) -> BucketSplit:
+    """``events`` (one bucket's) split as :func:`run_bucket` steps them."""
+    good, bad = _quarantine(events, plan)
+    keys = None
+    if plan.op.codes_keys:
+        (good,), keys = key_codes(plan.op.key, [good])
+    ends = np.asarray([hi for _, _, hi in _steps(plan)], dtype="int64")
+    return BucketSplit(_per_batch(good, ends), _per_batch(bad, ends), keys)
+
+
+def _coded_state(state: pd.DataFrame, split: BucketSplit
+                 ) -> tuple[pd.DataFrame, list[pd.DataFrame], KeyValues]:
+    """``state`` with its keys as codes of the split's key values, the split's events and those
+    values (the events recoded when the state holds keys they lack): codes that sort like the
+    values, as :func:`key_codes` gives ``state`` and the events together."""
+    keys, good_of = split.keys, split.good_of
+    assert keys is not None
+    codes, distinct = _factorized(state[keys.key])
+    where = keys.index.get_indexer(distinct)
+    if (where < 0).any():
+        values = keys.index.append(pd.Index(distinct)).unique().sort_values()
+        recode = values.get_indexer(keys.index)
+        good_of = [f if f.empty else f.assign(**{keys.key: recode.take(
+            f[keys.key].to_numpy(dtype="int64"))}) for f in good_of]
+        keys = KeyValues(keys.key, values.to_numpy(dtype=object))
+        where = keys.index.get_indexer(distinct)
+    state = state.copy(deep=False)
+    state[keys.key] = where[codes]
+    return state, good_of, keys
+
+
+def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
                seen: Sequence[int] | None = None) -> pd.DataFrame:
-    """The worker side: step one bucket of keys through the plan's batches. ``seen``: the
-    bucket's events per batch when ``events`` holds only those a shared scan kept for the
-    operator (the others count as seen, stepped past like events failing ``where:``)."""
+    """The worker side: step one bucket of keys through the plan's batches (``events``: the
+    bucket's, or their :func:`split_bucket`). ``seen``: the bucket's events per batch when
+    ``events`` holds only those a shared scan kept for the operator (the others count as seen,
+    stepped past like events failing ``where:``)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
     state = _load_state(plan, bucket)
     rows: list[dict | None] = []
-    steps = plan.batches[:-1] if plan.finish else plan.batches
-    good, bad = _quarantine(events, plan)
-    keys = None
-    if op.codes_keys:
-        (state, good), keys = key_codes(op.key, [state, good])
-    ends = np.asarray([hi for _, _, hi in steps], dtype="int64")
-    good_of, bad_of = _per_batch(good, ends), _per_batch(bad, ends)
-    for i, (batch, _, _) in enumerate(steps):
-        batch_good, batch_bad = good_of[i], bad_of[i]
+    split = events if isinstance(events, BucketSplit) else split_bucket(plan, events)
+    good_of, keys = split.good_of, split.keys
+    if keys is not None:
+        state, good_of, keys = _coded_state(state, split)
+    schemas = plan.schemas
+    for i, (batch, _, _) in enumerate(_steps(plan)):
+        batch_good, batch_bad = good_of[i], split.bad_of[i]
         rows_seen = len(batch_good) + len(batch_bad) if seen is None else seen[i]
         if not rows_seen:
             continue  # no event of this bucket in this batch: its state is unchanged
@@ -229,18 +323,20 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame,
         rejected = keys.decode(result.rejected) if keys else result.rejected
         rows += [
             _seen(batch, bucket, rows_seen),
-            _write(plan, batch, "output", result.output.assign(batch=batch), bucket, keys),
-            _write(plan, batch, "late", event_rows(result.late, plan), bucket, keys),
-            _write(plan, batch, "quarantine", event_rows(
-                pd.concat([batch_bad, rejected]) if not rejected.empty else batch_bad, plan),
-                bucket),
-            _write(plan, batch, "state", result.state, bucket, keys),
+            _write(plan, batch, "output", output_table(result.output, schemas["output"], batch,
+                                                       keys), bucket),
+            _write(plan, batch, "late", event_table([result.late], schemas["late"], keys),
+                   bucket),
+            _write(plan, batch, "quarantine", event_table([batch_bad, rejected],
+                                                          schemas["quarantine"]), bucket),
+            _write(plan, batch, "state", None if state.empty else arrow_table(
+                state, schemas["state"], keys), bucket),
         ]
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
         rows.append(_seen(batch, bucket, 0))
-        rows.append(_write(plan, batch, "output", op.finish(state).assign(batch=batch), bucket,
-                           keys))
+        rows.append(_write(plan, batch, "output", output_table(
+            op.finish(state), schemas["output"], batch, keys), bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 
@@ -275,12 +371,14 @@ def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, S
 def shuffled_events(plan: StepPlan, table: pa.Table) -> pd.DataFrame:
     """One bucket's events as Spark's exchange hands them (Arrow), as the frame the direct
     exchange builds (:func:`bucket_events`): ints with nulls nullable ``Int64``, nanosecond
-    timestamps, a text key categorical for an operator that takes key codes."""
+    timestamps, a text key categorical for an operator that takes key codes or categorical
+    keys."""
     table = table.drop_columns([BUCKET])
     key = plan.op.key
     i = table.schema.get_field_index(key)
-    if plan.op.codes_keys and (pa.types.is_string(table.schema.field(i).type)
-                               or pa.types.is_large_string(table.schema.field(i).type)):
+    text = table.schema.field(i).type
+    if (plan.op.codes_keys or plan.op.categorical_keys) and (
+            pa.types.is_string(text) or pa.types.is_large_string(text)):
         table = table.set_column(i, key, table.column(i).dictionary_encode())
     return exact_pandas(table, coerce_temporal_nanoseconds=True)
 
@@ -298,7 +396,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
 
     Keys are bucketed with pandas' stable hash (not Spark's), so a run sticks to one exchange.
     A text key column is read dictionary-encoded (each distinct key is hashed once); it stays
-    categorical for an operator that takes key codes and becomes plain values otherwise.
+    categorical for an operator that takes key codes or categorical keys and becomes plain values
+    otherwise.
     """
     lo, key, tables = plan.batches[0][1], plan.op.key, []
     for table, seq, of in range_events(plan, files, buckets) if ranged is None else ranged:
@@ -313,7 +412,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
     if plan.derive:
         events = plan.derive.add_to(
             events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket)
-    if isinstance(events[key].dtype, pd.CategoricalDtype) and not plan.op.codes_keys:
+    if isinstance(events[key].dtype, pd.CategoricalDtype) and not (
+            plan.op.codes_keys or plan.op.categorical_keys):
         events[key] = events[key].to_numpy(dtype=object)
     return events
 

@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from engine.catalog import QuerySpec
-from engine.filtered import FilteredOperator
+from engine.filtered import FilteredOperator, Passing
 from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
 from engine.predicate import TRUE, Pred
 from engine.sharing import SharedPlan
@@ -38,6 +38,7 @@ from engine.windows.pane_share import PaneShare, shareable_window, with_share
 
 from .arrival import overlapping
 from .keyed import (
+    BucketSplit,
     StepPlan,
     collect_files,
     key_buckets,
@@ -45,6 +46,7 @@ from .keyed import (
     per_bucket,
     read_range,
     run_bucket,
+    split_bucket,
 )
 from .orphans import remove_unreferenced
 from .replay import BatchReport, Replay
@@ -65,6 +67,7 @@ class Member:
     plan: StepPlan
     widened: Pred
     share: PaneShare | None = None  # its pane group's shared panes (engine.windows.pane_share)
+    passing: Passing | None = None  # the passing rows of its residual, shared by its filters
 
 
 def sharable(info: RunInfo, query: QuerySpec) -> bool:
@@ -104,8 +107,9 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     if not files:
         return _concat([run_bucket(m.plan, bucket, no_events(m.plan), [0] * len(steps))
                         .assign(**{QUERY: m.name}) for m in members])
-    for share in {id(m.share): m.share for m in members if m.share}.values():
-        share.reset()  # (the driver runs the buckets one after the other with these objects)
+    # (the driver runs the buckets one after the other with these objects)
+    for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
+        shared.reset()
     keys = sorted({m.plan.op.key for m in members})
     parts = read_range(files, first.recording_columns, keys, lo, hi)
     table = pa.concat_tables([t for t, _ in parts])
@@ -123,10 +127,12 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
     ends = np.asarray([b_hi for _, _, b_hi in steps], dtype="int64")
     widened: dict[Pred, np.ndarray] = {}
     streams: dict[tuple, tuple[pd.DataFrame, list[int]]] = {}
+    splits: dict[tuple, BucketSplit] = {}
     out = []
     for m in members:
         key, time_column = m.plan.op.key, m.plan.time_column
-        values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not m.plan.op.codes_keys
+        values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not (
+            m.plan.op.codes_keys or m.plan.op.categorical_keys)
         stream = (m.widened, key, time_column, values)
         if stream not in streams:  # each cluster's W, and its members' events, once per key
             if m.widened not in widened:
@@ -141,7 +147,11 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
                 events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
             streams[stream] = events, seen.tolist()
         events, seen = streams[stream]
-        out.append(run_bucket(m.plan, bucket, events, seen).assign(**{QUERY: m.name}))
+        # the stream's quarantine split and batches, once for the members that agree on it
+        split = (*stream, m.plan.op.codes_keys)
+        if split not in splits:
+            splits[split] = split_bucket(m.plan, events)
+        out.append(run_bucket(m.plan, bucket, splits[split], seen).assign(**{QUERY: m.name}))
     return _concat(out)
 
 
@@ -234,6 +244,7 @@ class SharedReplay:
         contexts = {i.query: runner.context(i.query) for i in infos}
         inner = {q: c.family.operator(c.query, c.recordings) for q, c in contexts.items()}
         shares = pane_shares(plan, inner)
+        filters: dict[Pred, Passing] = {}  # by residual
         prepared = {}
         for info in infos:
             manifest = done[info.run_id]
@@ -244,11 +255,13 @@ class SharedReplay:
             if info.query in shares:
                 op = with_share(op, shares[info.query])
             residual = cluster.residual(info.query).where
+            passes = None
             if residual != TRUE:
-                op = FilteredOperator(op, residual)
+                passes = filters.setdefault(residual, Passing(residual))
+                op = FilteredOperator(op, residual, passes)
             step_plan, live = runner.step_plan(info, contexts[info.query], op, group, version,
                                                attempt)
-            member = Member(info.query, step_plan, cluster.where, shares.get(info.query))
+            member = Member(info.query, step_plan, cluster.where, shares.get(info.query), passes)
             prepared[info.run_id] = member, live, version
         members = [m for m, *_ in prepared.values()]
         lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]

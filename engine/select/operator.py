@@ -18,6 +18,7 @@ class SelectOperator(KeyedOperator):
 
     version = "1"
     codes_keys = False  # a chosen key column is emitted as is
+    categorical_keys = True
 
     def __init__(self, spec: SelectSpec, name: str = "select"):
         self.spec = spec
@@ -35,11 +36,19 @@ class SelectOperator(KeyedOperator):
         return self.state_codec.schema.empty_table().to_pandas()
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
-        order = np.argsort(batch[SEQ].to_numpy(dtype="int64"), kind="stable")
-        rows = batch.iloc[order]
-        output = pd.DataFrame({**{c: rows[c].array for c in self.spec.columns},
-                               ARRIVAL: rows[SEQ].to_numpy(dtype="int64")})
-        return StepResult(state, output, batch.assign(**{REASON: ""}).iloc[:0])
+        seq = batch[SEQ].to_numpy(dtype="int64")
+        # a batch usually comes in arrival order: then it is taken as is
+        order = np.argsort(seq, kind="stable") if np.any(seq[1:] < seq[:-1]) else None
+        output = {c: _values(batch[c], order) for c in self.spec.columns}
+        output[ARRIVAL] = seq if order is None else seq[order]
+        return StepResult(state, pd.DataFrame(output), batch.iloc[:0].assign(**{REASON: ""}))
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({name: np.zeros(0, dtype=object) for name in self.output_schema.names})
+
+
+def _values(column: pd.Series, order: np.ndarray | None
+            ) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """The values of ``column`` (numpy when its dtype is numpy's), at positions ``order``."""
+    values = column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
+    return values if order is None else values.take(order)

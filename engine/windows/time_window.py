@@ -137,8 +137,9 @@ class TimeWindow(WindowOperator):
         key_rows = {self.key: marks.keys, "window_start": np.full(n, KEY_ROW, dtype="int64"),
                     "max_t": marks.after, **self.plan.empty(n)}
         kept = {self.key: marks.keys[kept[CODE]], **kept}
+        # (fresh arrays: the frame takes them without copying them into blocks)
         return pd.DataFrame({name: np.concatenate([key_rows[name], kept[name]])
-                             for name in self.state_codec.schema.names})
+                             for name in self.state_codec.schema.names}, copy=False)
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         if batch.empty:

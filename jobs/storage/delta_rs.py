@@ -1,4 +1,13 @@
-"""Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet."""
+"""Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet.
+
+A run's per-batch commits in append mode to a plain local table (files added; a state commit
+also removes its buckets' previous files) are written by this module itself
+(:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as delta-rs writes
+it); delta-rs's own commit and the refresh of its handle after it cost some milliseconds each,
+which a replay pays on every table of every batch. Everything else (a first commit, an
+overwrite, a table with writer features or column invariants, removes from an append-only
+table, a checkpoint's version) goes through delta-rs.
+"""
 
 from __future__ import annotations
 
@@ -52,6 +61,36 @@ def _filesystem(path: str) -> tuple[pa.fs.FileSystem, str]:
 def _exists(path: str) -> bool:
     fs, inner = _filesystem(path)
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
+
+
+#: Relative data file paths a log entry can name as they are (no character to percent-encode).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+#: delta-rs's checkpoint interval of a table without ``delta.checkpointInterval``.
+_CHECKPOINT_INTERVAL = 100
+
+
+def _checkpoint_interval(dt: DeltaTable) -> int:
+    """Every how many versions delta-rs checkpoints ``dt`` after a commit (it does after the
+    commit of a version ``v`` with ``v + 1`` a multiple)."""
+    return int(dt.metadata().configuration.get("delta.checkpointInterval")
+               or _CHECKPOINT_INTERVAL)
+
+
+def _create(path: str, text: str) -> bool:
+    """Write the local file ``path`` whole if there is none yet (a temporary file linked into
+    place: readers never see a part of it); False when there is one."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"  # a name only
+    with open(tmp, "w") as out:
+        out.write(text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 def _relative(path: str, root: str) -> str:
@@ -117,6 +156,17 @@ def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitPropert
     )
 
 
+@dataclass(frozen=True)
+class _Appends:
+    """A table's latest version, written by this process: the app transactions of its appends
+    past the open handle's version (when ``made`` is None), or of all its commits since it made
+    the table with the Delta schema ``made`` (default protocol, no partitions, no properties)."""
+
+    version: int
+    txns: dict[str, int]
+    made: str | None = None
+
+
 @dataclass
 class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
@@ -127,6 +177,10 @@ class DeltaRsStorage(DeltaStorage):
     #: Open handles on tables this process commits to, brought up to date before each use
     #: (reading the new log entries is cheaper than opening the table again).
     _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
+    #: The appends this process wrote past its open handle's version, or since it made the
+    #: table (no handle needed). The handle reads them when next brought up to date
+    #: (:meth:`_current`); commits and :meth:`version` need not.
+    _appended: dict[str, _Appends] = field(init=False, default_factory=dict, repr=False)
 
     def _current(self, path: str) -> DeltaTable | None:
         """The table at ``path`` at its latest version, or None when there is no table."""
@@ -162,8 +216,11 @@ class DeltaRsStorage(DeltaStorage):
             return self._snapshots[(path, version)]
         # the open handle of the latest version, when it is the snapshot asked for (not cached
         # as a snapshot: it moves on)
-        current = (self._current(path) if version is None
-                   else self._latest.get(_local(path).rstrip("/")))
+        root = _local(path).rstrip("/")
+        current, head = self._latest.get(root), self._appended.get(root)
+        if version is None or (current is not None and version > current.version()) or (
+                head is not None and version == head.version):
+            current = self._current(path)  # (opened, or brought past this process's appends)
         if current is not None and version in (None, current.version()):
             dt = current
         else:
@@ -188,6 +245,9 @@ class DeltaRsStorage(DeltaStorage):
         return DeltaTable.is_deltatable(root)
 
     def version(self, path: str) -> int:
+        head = self._head(_local(path).rstrip("/"))
+        if head is not None:
+            return head.version
         dt = self._current(path)
         if dt is None:
             raise StorageError(f"no Delta table at {path}")
@@ -305,6 +365,10 @@ class DeltaRsStorage(DeltaStorage):
                      metadata: Mapping[str, str] | None = None,
                      remove: Sequence[str] = ()) -> WriteResult:
         root = _local(path).rstrip("/")
+        if mode == "append":
+            appended = self._append(root, files, schema, txn, metadata, remove)
+            if appended is not None:
+                return appended
         dt = self._current(path)
         if dt is not None and txn is not None and done_already(
                 dt.transaction_version(txn.app_id), txn):
@@ -324,12 +388,93 @@ class DeltaRsStorage(DeltaStorage):
                                             commit_properties=props)
                 dt.update_incremental()
                 return WriteResult(version=dt.version())
-            create_table_with_add_actions(root, Schema.from_arrow(schema), actions,
-                                          mode="error", commit_properties=props)
+            made = Schema.from_arrow(schema)
+            create_table_with_add_actions(root, made, actions, mode="error",
+                                          commit_properties=props)
         except DeltaError as exc:
             raise StorageError(f"cannot commit {len(files)} files to Delta table {path}: {exc}"
                                ) from exc
+        if not remove:  # (made with the default protocol, no partitions, no properties)
+            self._appended[root] = _Appends(0, {txn.app_id: txn.version} if txn else {},
+                                            made.to_json())
         return WriteResult(version=0)
+
+    def _head(self, root: str) -> _Appends | None:
+        """The latest version of the table at ``root`` and the app transactions known beyond its
+        open handle (see :class:`_Appends`), when its latest commits are this process's (no
+        other writer since, table not made again); else None."""
+        dt = self._latest.get(root)
+        head = self._appended.get(root)
+        if dt is not None and (head is None or head.version < dt.version()):
+            head = _Appends(dt.version(), {})  # (the handle read the appends since)
+        if head is None:
+            return None
+        log = f"{root}/_delta_log/{{:020d}}.json"
+        if not _exists(log.format(head.version)) or _exists(log.format(head.version + 1)):
+            return None
+        return head
+
+    def _append(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
+                txn: Txn | None, metadata: Mapping[str, str] | None, remove: Sequence[str] = ()
+                ) -> WriteResult | None:
+        """Append ``files`` (and remove the files ``remove``) as the next log entry of the table
+        at ``root``, written here (see the module docstring); None when delta-rs has to make
+        this commit."""
+        head = self._head(root)
+        if head is None:
+            return None
+        dt = self._latest.get(root) if head.made is None else None
+        if txn is not None:
+            done = head.txns.get(txn.app_id)
+            if done is None and dt is not None:
+                done = dt.transaction_version(txn.app_id)
+            if done_already(done, txn):
+                return WriteResult(version=None, skipped=True)
+        paths = [_relative(f.path, root) for f in files]
+        removed = [_relative(p, root) for p in remove]
+        plain = (head.made == Schema.from_arrow(schema).to_json() if dt is None
+                 else self._plain(dt, schema, bool(removed)))
+        interval = _checkpoint_interval(dt) if dt is not None else _CHECKPOINT_INTERVAL
+        if not plain or not all(_PLAIN_PATH.fullmatch(p) for p in [*paths, *removed]) or (
+                (head.version + 2) % interval == 0):
+            return None
+        version = head.version + 1
+        now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
+        info = {"timestamp": now_ms, "operation": "WRITE",
+                "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+                "engineInfo": "reprise", **dict(metadata or {})}
+        lines = [{"commitInfo": info}]
+        lines += [{"add": {"path": p, "partitionValues": {}, "size": f.size,
+                           "modificationTime": now_ms, "dataChange": True,
+                           "stats": f.stats or json.dumps({"numRecords": f.num_records})}}
+                  for p, f in zip(paths, files, strict=True)]
+        lines += [{"remove": {"path": p, "dataChange": True, "deletionTimestamp": now_ms,
+                              "extendedFileMetadata": False}} for p in removed]
+        if txn is not None:
+            lines.append({"txn": {"appId": txn.app_id, "version": txn.version}})
+        entry = f"{root}/_delta_log/{version:020d}.json"
+        if not _create(entry, "".join(json.dumps(line) + "\n" for line in lines)):
+            return None  # another writer took the version: delta-rs sorts it out
+        txns = {**head.txns, txn.app_id: txn.version} if txn is not None else head.txns
+        self._appended[root] = _Appends(version, txns, head.made)
+        return WriteResult(version=version)
+
+    def _plain(self, dt: DeltaTable, schema: pa.Schema, removes: bool) -> bool:
+        """Whether an append of files of ``schema`` to ``dt`` (that ``removes`` files) needs
+        nothing of a writer but its log entry: writer protocol 2 at most without writer
+        features, no column invariants, the table's schema, no partitions (and not an
+        append-only table)."""
+        proto = dt.protocol()
+        if proto.min_writer_version > 2 or proto.writer_features:
+            return False
+        meta = dt.metadata()
+        table_schema = dt.schema()
+        if meta.partition_columns or any("delta.invariants" in (f.metadata or {})
+                                         for f in table_schema.fields):
+            return False
+        if removes and meta.configuration.get("delta.appendOnly", "").lower() == "true":
+            return False
+        return table_schema.to_json() == Schema.from_arrow(schema).to_json()
 
     def checkpoint(self, path: str, every: int) -> bool:
         dt = self._current(path)
@@ -353,6 +498,9 @@ class DeltaRsStorage(DeltaStorage):
         return True
 
     def txn_version(self, path: str, app_id: str) -> int | None:
+        head = self._head(_local(path).rstrip("/"))  # (known without a handle: no log replay)
+        if head is not None and (app_id in head.txns or head.made is not None):
+            return head.txns.get(app_id)
         return (self._current(path) or self._table(path)).transaction_version(app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:

@@ -525,3 +525,45 @@ def test_delta_rs_not_a_table_names_the_path(storage, tmp_path):
             with pytest.raises(StorageError, match="no Delta table at") as info:
                 read()
             assert path in str(info.value)
+
+
+def test_delta_rs_appends_a_runs_commits_as_delta_rs_would(storage, tmp_path):
+    """A run's commits in append mode (a remove too) are log entries written by the backend
+    itself: a fresh delta-rs handle reads their files, app transactions and metadata; a commit
+    that another writer's version takes is made by delta-rs after it; the checkpoint comes
+    where delta-rs makes it."""
+    path = table_path(tmp_path)
+    parts = [batch([i]) for i in range(103)]
+    for i, part in enumerate(parts[:3]):
+        staged = stage(storage, path, f"b{i}", [part])
+        assert storage.commit_files(path, staged, SCHEMA, txn=Txn("run", i),
+                                    metadata={"reprise.batch": str(i)}).version == i
+    entry = (Path(path) / "_delta_log" / f"{2:020d}.json").read_text().splitlines()
+    assert json.loads(entry[0])["commitInfo"]["engineInfo"] == "reprise"  # the backend's own
+    assert storage.commit_files(path, [], SCHEMA, txn=Txn("run", 2)).skipped
+    write_deltalake(path, batch([1000]), mode="append")  # another writer: version 3
+    staged = stage(storage, path, "b3", [parts[3]])
+    assert storage.commit_files(path, staged, SCHEMA, txn=Txn("run", 3)).version == 4
+    for i in range(4, 103):
+        staged = stage(storage, path, f"b{i}", [parts[i]])
+        assert storage.commit_files(path, staged, SCHEMA, txn=Txn("run", i),
+                                    metadata={"reprise.batch": str(i)}).version == i + 1
+    fresh = DeltaTable(path)
+    assert fresh.version() == storage.version(path) == 103
+    assert fresh.transaction_version("run") == 102
+    assert sorted(fresh.to_pyarrow_dataset().to_table().column("n").to_pylist()) == [
+        *range(103), 1000]
+    assert sorted(f.name for f in (Path(path) / "_delta_log").iterdir()
+                  if f.name.endswith(".checkpoint.parquet")) == [f"{99:020d}.checkpoint.parquet"]
+    dropped = next(f.path for f in storage.live_files(path)
+                   if f.path.endswith("b0/part-00000.parquet"))
+    staged = stage(storage, path, "b103", [batch([2000])])
+    assert storage.commit_files(path, staged, SCHEMA, txn=Txn("run", 103),
+                                remove=[dropped]).version == 104
+    assert sorted(DeltaTable(path).to_pyarrow_dataset().to_table().column("n").to_pylist()) == [
+        *range(1, 103), 1000, 2000]
+    history = storage.history(path, limit=3)[1:]
+    assert [h["version"] for h in history] == [103, 102]
+    assert storage.commit_metadata(history[0])["reprise.batch"] == "102"
+    assert history[0]["operation"] == "WRITE"
+    assert history[0]["operationParameters"]["mode"] == "Append"

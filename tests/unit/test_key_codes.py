@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.operator import SEQ, TIME
+from engine.operator import SEQ, TIME, column_to_arrow
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
-from jobs.keyed import KeyValues, key_codes
+from jobs.keyed import BucketSplit, KeyValues, _coded_state, key_codes
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
@@ -114,3 +114,28 @@ def test_a_qre_query_reading_the_key_keeps_the_values():
     op = QreOperator(QreSpec(key="k", key_type="string", lateness_us=0, text="atom(k == 'a', 1)",
                              output="every", timestamp_columns=(), fields=("k",)))
     assert not op.codes_keys
+
+
+@given(keys, keys)
+def test_a_shared_split_codes_a_state_as_key_codes_codes_it_with_the_events(state_keys,
+                                                                              event_keys):
+    """A shared job codes a stream's events once (``split_bucket``) and each member's state
+    against them; a state key the events lack recodes the events: the codes are those
+    ``key_codes`` gives the state and the events together."""
+    events = pd.DataFrame({"k": event_keys, "x": 1})
+    (coded,), values = key_codes("k", [events])
+    split = BucketSplit([coded], [events.iloc[:0]], values)
+    state, (batch,), keys = _coded_state(pd.DataFrame({"k": state_keys}), split)
+    (state_alone, batch_alone), keys_alone = key_codes(
+        "k", [pd.DataFrame({"k": state_keys}), events])
+    assert state["k"].tolist() == state_alone["k"].tolist()
+    assert batch["k"].tolist() == batch_alone["k"].tolist()
+    assert keys.values.tolist() == keys_alone.values.tolist()
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["b", "a", "zz"])), max_size=20))
+def test_a_categorical_column_converts_to_the_values_of_the_plain_one(values):
+    plain = pd.Series(values, dtype=object)
+    categorical = plain.astype(pd.CategoricalDtype(["zz", "b", "a", "unused"]))
+    assert column_to_arrow(categorical, pa.string()).equals(
+        column_to_arrow(plain, pa.string()))

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from engine import filtered
 from engine.catalog import (
     GLOBAL_KEY,
     GLOBAL_VALUE,
@@ -157,3 +158,28 @@ def test_a_where_on_the_key_makes_the_runner_hand_key_values_not_codes():
     assert operator_for(window(), RECORDINGS).codes_keys
     assert operator_for(window(where="v < 3"), RECORDINGS).codes_keys
     assert not operator_for(window(where="k = 'a' OR v < 3"), RECORDINGS).codes_keys
+
+
+def test_filters_sharing_their_predicate_pass_each_batch_once(monkeypatch):
+    """Members of a shared job with one residual predicate share its passing rows: a batch
+    (the same frame) is filtered once; a different frame, or after ``reset``, again."""
+    calls = []
+    real = filtered.passing
+    monkeypatch.setattr(filtered, "passing", lambda f, p: calls.append(len(f)) or real(f, p))
+    where = window(where="v < 50").where
+    shared = filtered.Passing(where)
+    inner = [operator_for(window(), RECORDINGS), operator_for(window({"s": "sum(v)"}),
+                                                                RECORDINGS)]
+    ops = [filtered.FilteredOperator(op, where, shared) for op in inner]
+    alone = [filtered.FilteredOperator(op, where) for op in inner]
+    events = frame([("a", 10, 1, 0.0), ("a", 100, 99, 0.0), ("a", 20, 2, 1.0)])
+    for op, plain in zip(ops, alone, strict=True):
+        got, want = op.step(op.init(), events), plain.step(plain.init(), events)
+        pd.testing.assert_frame_equal(got.output, want.output)
+    assert calls == [3, 3, 3]  # once for the shared pair, once for each unshared filter
+    ops[0].step(ops[0].init(), events.copy())
+    shared.reset()
+    ops[1].step(ops[1].init(), events)
+    assert calls == [3, 3, 3, 3, 3]
+    with pytest.raises(ValueError, match="own predicate"):
+        filtered.FilteredOperator(inner[0], window(where="v < 3").where, shared)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.operator import SEQ, TIME, run_batches
 from engine.windows import Aggregate, SlidingWindow, WindowSpec
+from engine.windows.base import _in_order
 
 AGGS = (Aggregate("n", "count", None), Aggregate("s", "sum", "v"))
 
@@ -45,3 +49,14 @@ def test_windows_close_one_by_one_as_the_watermark_passes_their_ends():
     second = op.step(first.state, frame([4], [2]).assign(**{SEQ: [1]}))
     assert rows(second.output) == [(-2, 2, 1, 1), (0, 4, 1, 1)]
     assert rows(op.finish(second.state)) == [(2, 6, 1, 2), (4, 8, 1, 2)]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["b", "a", "c"]), st.integers(-3, 3), st.booleans()),
+                max_size=12))
+def test_rows_count_as_in_order_exactly_when_a_stable_sort_keeps_them(rows):
+    """Window output is sorted by (key, start, final) only when not in that order already."""
+    frame = pd.DataFrame(rows, columns=["k", "s", "f"]).astype({"k": object})
+    columns = [frame[c].to_numpy() for c in ("k", "s", "f")]
+    order = frame.sort_values(["k", "s", "f"], kind="stable").index.to_numpy()
+    assert _in_order(columns) == (order == np.arange(len(frame))).all()
+    assert _in_order(columns[1:]) == (np.lexsort(columns[:0:-1]) == np.arange(len(frame))).all()
