@@ -239,6 +239,8 @@ class DeltaRsStorage(DeltaStorage):
 
     def exists(self, path: str) -> bool:
         root = _local(path).rstrip("/")
+        if self._head(root) is not None:  # its latest log entry known here: two stat calls
+            return True
         dt = self._latest.get(root)  # an open table whose log entry is there: one stat call
         if dt is not None and _exists(f"{root}/_delta_log/{dt.version():020d}.json"):
             return True
@@ -477,16 +479,16 @@ class DeltaRsStorage(DeltaStorage):
         return table_schema.to_json() == Schema.from_arrow(schema).to_json()
 
     def checkpoint(self, path: str, every: int) -> bool:
-        dt = self._current(path)
-        if dt is None:
+        if not self.exists(path):
             return False
         fs, inner = _filesystem(f"{path.rstrip('/')}/_delta_log/_last_checkpoint")
         since = -1
         if fs.get_file_info(inner).type != pa.fs.FileType.NotFound:
             with fs.open_input_stream(inner) as stream:
                 since = int(json.loads(stream.read())["version"])
-        if dt.version() - since < every:
+        if self.version(path) - since < every:  # (without bringing a handle up to date)
             return False
+        dt = self._current(path)
         try:
             dt.create_checkpoint()
         except DeltaError as exc:
