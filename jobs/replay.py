@@ -362,8 +362,16 @@ class Replay:
                                                           state_version, started, removals)
         if self.before_manifest is not None:
             self.before_manifest(info.run_id, group)
-        self._commit_rows(tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA),
-                          info.txn("manifest", group[-1]), _meta(info, group[-1]))
+        path, new = tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA)
+        known = self._manifests.get(path)
+        version, skipped = self._commit_rows(path, new, info.txn("manifest", group[-1]),
+                                             _meta(info, group[-1]))
+        if skipped or version is None:
+            return reports, state_version
+        if known is None and version == 0:  # the rows it holds: no need to read them
+            self._manifests[path] = (version, new)
+        elif known is not None and version == known[0] + 1 and known[1].schema.equals(new.schema):
+            self._manifests[path] = (version, pa.concat_tables([known[1], new]))
         return reports, state_version
 
     def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
