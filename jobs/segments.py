@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import fields
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -68,7 +68,9 @@ def save_run(replay: Replay, info: RunInfo) -> None:
     """Write ``run.json`` atomically."""
     run_file = replay.warehouse.run_dir(info.run_id) / "run.json"
     tmp = run_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(info), indent=1, default=str))
+    # (its fields hold plain JSON values: no deep copy through ``asdict``)
+    fields_ = {f.name: getattr(info, f.name) for f in fields(info)}
+    tmp.write_text(json.dumps(fields_, indent=1, default=str))
     os.replace(tmp, run_file)
 
 
@@ -142,10 +144,12 @@ def table_diff(replay: Replay, info: RunInfo, kind: str, version: int | None
     storage, path = replay.storage, replay.warehouse.run_table(info.run_id, kind)
     if not storage.exists(path) or version == storage.version(path):
         return [], []  # (the state when only the flush is redone: it commits no state)
+    if version is not None and (since := _changes(path, version, storage.version(path))):
+        added, removed = since
+        if removed <= added:  # nothing live at ``version`` is gone: no snapshot needed
+            return [], sorted(added - removed)
     now = set(storage.live_files(path))
-    then = set() if version is None else _undone(now, path, version, storage.version(path))
-    if then is None:
-        then = set(storage.live_files(path, version))
+    then = set() if version is None else set(storage.live_files(path, version))
     gone = [f.path for f in then - now if not os.path.exists(f.path)]
     if gone:
         raise ReplayError(f"run {info.run_id}: cannot rewind {kind} to version {version}: its "
@@ -168,12 +172,11 @@ def output_removals(replay: Replay, info: RunInfo, manifest) -> list[str] | None
     return table_diff(replay, info, "output", version)[1]
 
 
-def _undone(now: set[LiveFile], path: str, version: int, latest: int) -> set[LiveFile] | None:
-    """The live files of the table at ``path`` at ``version``, from those live ``now`` (at
-    ``latest``) and the JSON log entries of the versions after it, which a run table's writers
-    never re-add a path in (each file has a name of its own): without opening the past
-    snapshot, which replays the table's log. None when an entry is not a local file or a file
-    live at ``version`` was removed since (its size and row count are in the snapshot)."""
+def _changes(path: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
+    """The paths the JSON log entries of versions ``version+1 .. latest`` of the table at
+    ``path`` add and remove (None when an entry is not a local file). A run table's writers
+    never re-add a path (each file has a name of its own), so the files live at ``latest`` and
+    not at ``version`` are those added and not removed since."""
     root = path.removeprefix("file://").rstrip("/")
     actions = log_actions(root, version + 1, latest)
     if actions is None:
@@ -185,9 +188,7 @@ def _undone(now: set[LiveFile], path: str, version: int, latest: int) -> set[Liv
             if kind in action:
                 p = unquote(action[kind]["path"])
                 paths.add(p if p.startswith("/") else f"{root}/{p}")
-    if removed - added:
-        return None
-    return {f for f in now if f.path not in added}
+    return added, removed
 
 
 def _min_seq(path: str) -> int:
