@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .names import inside
@@ -13,6 +13,10 @@ class Warehouse:
     """``recordings/<name>``, ``quarantine/<name>``, ``runs/<run_id>/{output,late,...}``."""
 
     root: Path
+    #: Run directories checked already, by run id (the check resolves the path: a few stat
+    #: calls per component; a replay asks for its tables' paths dozens of times).
+    _run_dirs: dict[str, Path] = field(init=False, default_factory=dict, compare=False,
+                                       repr=False)
 
     @classmethod
     def at(cls, root: str | Path) -> Warehouse:
@@ -27,7 +31,10 @@ class Warehouse:
         return str(inside(self.root, "recording name", name, "quarantine"))
 
     def run_dir(self, run_id: str) -> Path:
-        return inside(self.root, "run id", run_id, "runs")
+        known = self._run_dirs.get(run_id)
+        if known is None:
+            self._run_dirs[run_id] = known = inside(self.root, "run id", run_id, "runs")
+        return known
 
     def run_table(self, run_id: str, table: str) -> str:
         """``output``, ``late``, ``quarantine``, ``state`` or ``manifest`` of a run."""
