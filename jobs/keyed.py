@@ -213,9 +213,11 @@ def _per_batch(events: pd.DataFrame, ends: np.ndarray) -> list[pd.DataFrame]:
     return [events.iloc[a:b] for a, b in zip(np.r_[0, bounds][:-1], bounds, strict=True)]
 
 
-def _load_state(plan: StepPlan, bucket: int) -> pd.DataFrame:
+def _load_state(plan: StepPlan, bucket: int | None) -> pd.DataFrame:
+    """The state of ``bucket`` (None: of every bucket) before the plan's batches."""
     codec = plan.op.state_codec
-    files = plan.state_files.get(bucket, [])
+    files = (plan.state_files.get(bucket, []) if bucket is not None
+             else [f for b in sorted(plan.state_files) for f in plan.state_files[b]])
     if not files:
         return plan.op.init()
     return codec.decode(pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files))
@@ -298,15 +300,20 @@ def _coded_state(state: pd.DataFrame, split: BucketSplit
 
 
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
-               seen: Sequence[int] | None = None) -> pd.DataFrame:
+               seen: Sequence[int] | None = None,
+               by_bucket: np.ndarray | None = None) -> pd.DataFrame:
     """The worker side: step one bucket of keys through the plan's batches (``events``: the
     bucket's, or their :func:`split_bucket`). ``seen``: the bucket's events per batch when
     ``events`` holds only those a shared scan kept for the operator (the others count as seen,
-    stepped past like events failing ``where:``)."""
+    stepped past like events failing ``where:``). ``by_bucket``: ``events`` hold the keys of
+    every bucket, with ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch:
+    the buckets step as one (the
+    operators are key by key), each bucket with events in a batch writing its own state file as
+    it would alone (see :func:`execute_direct`)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
-    state = _load_state(plan, bucket)
+    state = _load_state(plan, bucket if by_bucket is None else None)
     rows: list[dict | None] = []
     split = events if isinstance(events, BucketSplit) else split_bucket(plan, events)
     good_of, keys = split.good_of, split.keys
@@ -315,26 +322,37 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     schemas = plan.schemas
     for i, (batch, _, _) in enumerate(_steps(plan)):
         batch_good, batch_bad = good_of[i], split.bad_of[i]
-        rows_seen = len(batch_good) + len(batch_bad) if seen is None else seen[i]
-        if not rows_seen:
+        seen_of = ({bucket: len(batch_good) + len(batch_bad) if seen is None else seen[i]}
+                   if by_bucket is None else
+                   {int(b): int(by_bucket[i][b]) for b in np.flatnonzero(by_bucket[i])})
+        if not sum(seen_of.values()):
             continue  # no event of this bucket in this batch: its state is unchanged
         result = op.step(state, batch_good)
         state = result.state
         rejected = keys.decode(result.rejected) if keys else result.rejected
+        rows += [_seen(batch, b, n) for b, n in seen_of.items()]
         rows += [
-            _seen(batch, bucket, rows_seen),
             _write(plan, batch, "output", output_table(result.output, schemas["output"], batch,
                                                        keys), bucket),
             _write(plan, batch, "late", event_table([result.late], schemas["late"], keys),
                    bucket),
             _write(plan, batch, "quarantine", event_table([batch_bad, rejected],
                                                           schemas["quarantine"]), bucket),
-            _write(plan, batch, "state", None if state.empty else arrow_table(
-                state, schemas["state"], keys), bucket),
         ]
+        table = None if state.empty else arrow_table(state, schemas["state"], keys)
+        if by_bucket is None:
+            rows.append(_write(plan, batch, "state", table, bucket))
+            continue
+        of = (key_buckets(table.column(op.key), by_bucket.shape[1]) if table is not None
+              else None)
+        for b in seen_of:  # each bucket's state file, as its own task writes it
+            part = None if of is None else table.filter(pa.array(of == b))
+            rows.append(_write(plan, batch, "state", part if part and part.num_rows else None,
+                               b))
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
-        rows.append(_seen(batch, bucket, 0))
+        rows += [_seen(batch, b, 0) for b in ([bucket] if by_bucket is None
+                                               else range(by_bucket.shape[1]))]
         rows.append(_write(plan, batch, "output", output_table(
             op.finish(state), schemas["output"], batch, keys), bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
@@ -388,11 +406,12 @@ def files_table(rows: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(rows, schema=_FILES_ARROW, preserve_index=False)
 
 
-def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
+def bucket_events(plan: StepPlan, files: list[dict], bucket: int | None, buckets: int,
                   ranged: list[tuple[pa.Table, np.ndarray, np.ndarray]] | None = None
                   ) -> pd.DataFrame:
-    """The events of one bucket in the plan's arrival range, read straight from the input files
-    (``ranged``: those files as :func:`range_events` read them, when already read).
+    """The events of one bucket (None: of every bucket) in the plan's arrival range, read
+    straight from the input files (``ranged``: those files as :func:`range_events` read them,
+    when already read).
 
     Keys are bucketed with pandas' stable hash (not Spark's), so a run sticks to one exchange.
     A text key column is read dictionary-encoded (each distinct key is hashed once); it stays
@@ -401,7 +420,7 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
     """
     lo, key, tables = plan.batches[0][1], plan.op.key, []
     for table, seq, of in range_events(plan, files, buckets) if ranged is None else ranged:
-        mine = of == bucket
+        mine = of == bucket if bucket is not None else np.ones(len(of), bool)
         table = table.filter(pa.array(mine))
         times = table.column(plan.time_column).cast(pa.timestamp("us")).cast(pa.int64())
         tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
@@ -411,7 +430,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int, buckets: int,
     events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
     if plan.derive:
         events = plan.derive.add_to(
-            events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket)
+            events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket
+            if bucket is not None else np.ones(table.num_rows, bool))
     if isinstance(events[key].dtype, pd.CategoricalDtype) and not (
             plan.op.codes_keys or plan.op.categorical_keys):
         events[key] = events[key].to_numpy(dtype=object)
@@ -471,15 +491,25 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
 
     No shuffle: each task reads the input files of the range with pyarrow and keeps its keys
     (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
-    ``spark`` None: the same bucket tasks run one after the other in this process, without a
-    Spark job (for a few events, e.g. a small replay or a continuation's new commits, the job's
-    fixed cost would dominate; the input files are read once for all of them); the files they
-    write are the same.
+    ``spark`` None: the buckets run in this process, without a Spark job (for a few events, e.g.
+    a small replay or a continuation's new commits, the job's fixed cost would dominate), and
+    as one: the input files are read once, the operator (key by key) steps every bucket's keys
+    at once, and each bucket with events in a batch writes its own state file, with the rows its
+    task would write (a later Spark job reads them per bucket); output, late and quarantined
+    rows go to one file per batch and table.
     """
-    ranged = range_events(plan, files, buckets) if spark is None else None  # (read once)
+    if spark is None:  # the input read once; the buckets step as one (key by key, alike)
+        ranged = range_events(plan, files, buckets)
+        of = np.concatenate([np.empty(0, "int64"), *(of for _, _, of in ranged)])
+        seq = np.concatenate([np.empty(0, "int64"), *(seq for _, seq, _ in ranged)])
+        by_bucket = np.array([np.bincount(of[(seq >= lo) & (seq < hi)], minlength=buckets)
+                              for _, lo, hi in _steps(plan)], "int64").reshape(-1, buckets)
+        events = bucket_events(plan, files, None, buckets, ranged)
+        return collect_files(plan, run_bucket(plan, 0, events, by_bucket=by_bucket
+                                              ).to_dict("records"))
 
     def step(bucket: int) -> pd.DataFrame:
-        return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets, ranged))
+        return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
 
     return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
 
