@@ -10,16 +10,24 @@ from test_replay import make_replay, output_rows
 
 from jobs.keyed import bucket_of_file
 from jobs.lazy_spark import LazySpark
+from jobs.replay import Replay
 from jobs.settings import Settings
 from jobs.storage.delta_rs import DeltaRsStorage
 from jobs.validate import validate_run
 
 
-def test_small_replay_runs_without_spark_and_equals_the_spark_run(spark, storage):
+def runners(spark, storage) -> tuple[Replay, Replay, LazySpark]:
+    """A small replay's runner on the session, one that replays it without Spark (in the
+    driver), and that one's session, started only if something asks for it."""
     replay = make_replay(spark, storage, n=200, commits=3, seed=8)
     lazy = LazySpark(Settings(spark_master="local[2]"))
     local = dataclasses.replace(replay, spark=lazy, storage=DeltaRsStorage(lazy),
                                 settings=Settings(local_events=1000))
+    return replay, local, lazy
+
+
+def test_small_replay_runs_without_spark_and_equals_the_spark_run(spark, storage):
+    replay, local, lazy = runners(spark, storage)
     outputs = []
     for name, runner in (("local", local), ("spark", replay)):
         info = runner.prepare("ev_q", plan="rows:30", run_id=f"small-{name}")
@@ -34,10 +42,7 @@ def test_small_replay_runs_without_spark_and_equals_the_spark_run(spark, storage
 def test_a_driver_run_writes_each_buckets_state_as_its_spark_task_does(spark, storage, query):
     """In the driver the buckets step as one; after every batch each bucket's state file holds
     the rows its own Spark task writes (a later Spark job of the run reads them per bucket)."""
-    replay = make_replay(spark, storage, n=200, commits=3, seed=8)
-    lazy = LazySpark(Settings(spark_master="local[2]"))
-    local = dataclasses.replace(replay, spark=lazy, storage=DeltaRsStorage(lazy),
-                                settings=Settings(local_events=1000))
+    replay, local, lazy = runners(spark, storage)
     states = []
     for name, runner in (("local", local), ("spark", replay)):
         info = runner.prepare(query, plan="rows:30", run_id=f"state-{query}-{name}")
