@@ -247,9 +247,11 @@ class Replay:
             finish_rewind(self, info)  # a continuation stopped before its rewind was done
             manifest = self._run(info, on_batch)
             remove_leftovers(tables, since=started)
-            for table in tables:  # (a continued run's logs grow by a few commits a segment)
-                if self.storage.exists(table):
-                    self.storage.checkpoint(table, CHECKPOINT_EVERY)
+            # (a continued run's logs grow by a few commits a segment; delta-rs writes a
+            # checkpoint without holding the GIL, so the tables' run side by side)
+            with ThreadPoolExecutor(len(tables)) as pool:
+                list(pool.map(lambda table: self.storage.exists(table)
+                              and self.storage.checkpoint(table, CHECKPOINT_EVERY), tables))
             return manifest
 
     def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
