@@ -307,9 +307,8 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     ``events`` holds only those a shared scan kept for the operator (the others count as seen,
     stepped past like events failing ``where:``). ``by_bucket``: ``events`` hold the keys of
     every bucket, with ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch:
-    the buckets step as one (the
-    operators are key by key), each bucket with events in a batch writing its own state file as
-    it would alone (see :func:`execute_direct`)."""
+    the buckets step as one (the operators are key by key), each bucket with events in a batch
+    writing its own state file as it would alone (see :func:`execute_direct`)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
@@ -347,8 +346,8 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
               else None)
         for b in seen_of:  # each bucket's state file, as its own task writes it
             part = None if of is None else table.filter(pa.array(of == b))
-            rows.append(_write(plan, batch, "state", part if part and part.num_rows else None,
-                               b))
+            rows.append(_write(plan, batch, "state",
+                               part if part is not None and part.num_rows else None, b))
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
         rows += [_seen(batch, b, 0) for b in ([bucket] if by_bucket is None
