@@ -32,7 +32,7 @@ from .runs import summarize
 from .segments import append_only, kept_batches, pending, save_run
 from .shared_compare import STANDALONE_SUFFIX
 from .storage import DeltaStorage
-from .storage.delta_log import log_actions
+from .storage.delta_log import first_added
 
 #: A continuation runs a Spark job of new batches only when they hold more events than this; up
 #: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
@@ -197,17 +197,12 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
 
 
 def _added_in(root: str, old: int, new: int) -> dict[str, int] | None:
-    """The version (of ``old+1 .. new``) whose commit added each data file, from those versions'
-    JSON log entries; None when one of them is missing."""
-    actions = log_actions(root, old + 1, new)
-    if actions is None:
+    """The version (of ``old+1 .. new``) whose commit added each data file (by its path under
+    ``root``), from those versions' JSON log entries; None when one of them is missing."""
+    added = first_added(root, old + 1, new)
+    if added is None:
         return None
-    added: dict[str, int] = {}
-    for version, action in actions:
-        if "add" in action:
-            p = action["add"]["path"]  # (as the snapshot's add actions name it)
-            added.setdefault(p if p.startswith("/") else f"{root}/{p}", version)
-    return added
+    return {p if p.startswith("/") else f"{root}/{p}": v for p, v in added.items()}
 
 
 def _first_segment(info: RunInfo, note: str = "") -> dict:

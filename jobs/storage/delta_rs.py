@@ -44,7 +44,7 @@ from .base import (
     done_already,
     unsupported_features,
 )
-from .delta_log import log_actions
+from .delta_log import first_added
 
 
 def _local(path: str) -> str:
@@ -132,21 +132,6 @@ def file_stats(path: str, meta: pq.FileMetaData | None = None) -> tuple[int, str
 def _file_paths(dt: DeltaTable) -> list[str]:
     """The snapshot's data files as plain local paths (``file_uris`` are percent-encoded)."""
     return [unquote(_local(u)) for u in dt.file_uris()]
-
-
-def _first_added(root: str, version: int) -> dict[str, int] | None:
-    """The first version (up to ``version``) whose log entry adds each path (as the entry
-    names it, and percent-decoded), from the JSON entries; None when one is not there."""
-    actions = log_actions(root, 0, version)
-    if actions is None:
-        return None
-    added: dict[str, int] = {}
-    for v, action in actions:
-        if "add" in action:
-            p = action["add"]["path"]
-            added.setdefault(p, v)
-            added.setdefault(unquote(p), v)
-    return added
 
 
 def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitProperties:
@@ -316,7 +301,7 @@ class DeltaRsStorage(DeltaStorage):
         counts = dict(zip(live.column("path").to_pylist(), live.column("num_records").to_pylist(),
                           strict=True))
         root = _local(path).rstrip("/")
-        added_in = _first_added(root, version)
+        added_in = first_added(root, 0, version)
         if added_in is None or not set(counts) <= set(added_in):
             added_in = {}  # (a log entry is gone or not local: each version's snapshot)
             history = self._table(path, 0)
