@@ -371,9 +371,9 @@ class Replay:
         if skipped or version is None:
             return reports, state_version
         if known is None and version == 0:  # the rows it holds: no need to read them
-            self._manifests[path] = (version, new)
+            self.remember_manifest(info.run_id, version, new)
         elif known is not None and version == known[0] + 1 and known[1].schema.equals(new.schema):
-            self._manifests[path] = (version, pa.concat_tables([known[1], new]))
+            self.remember_manifest(info.run_id, version, pa.concat_tables([known[1], new]))
         return reports, state_version
 
     def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
@@ -453,8 +453,7 @@ class Replay:
         files = []
         for batch in batches:
             if done is not None and info.txn(kind, batch).version <= done:
-                for f in steps[batch].staged[kind]:
-                    Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+                _discard(steps[batch].staged[kind])
             else:
                 files += steps[batch].staged[kind]
         if done is None or done < txn.version:
@@ -511,9 +510,14 @@ class Replay:
                                            remove=remove or ())
         if not result.skipped:
             return result.version, False
-        for f in files:  # committed by an earlier attempt: these recomputed files are spares
-            Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+        _discard(files)  # committed by an earlier attempt: these recomputed files are spares
         return self.storage.version_with(path, meta), True
+
+
+def _discard(files: list[StagedFile]) -> None:
+    """Delete staged files an earlier attempt's commit made spares (it holds their batches)."""
+    for f in files:
+        Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
 
 
 def _meta(info: RunInfo, batch: int) -> dict[str, str]:
