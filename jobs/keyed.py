@@ -419,10 +419,11 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int | None, buckets
     """
     lo, key, tables = plan.batches[0][1], plan.op.key, []
     for table, seq, of in range_events(plan, files, buckets) if ranged is None else ranged:
-        mine = of == bucket if bucket is not None else np.ones(len(of), bool)
-        table = table.filter(pa.array(mine))
+        if bucket is not None:
+            mine = of == bucket
+            table, seq = table.filter(pa.array(mine)), seq[mine]
         times = table.column(plan.time_column).cast(pa.timestamp("us")).cast(pa.int64())
-        tables.append(table.append_column(SEQ, pa.array(seq[mine])).append_column(TIME, times))
+        tables.append(table.append_column(SEQ, pa.array(seq)).append_column(TIME, times))
     if not tables:
         return no_events(plan)
     # nanosecond timestamps, as the spark exchange's workers convert them too
