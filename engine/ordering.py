@@ -1,5 +1,6 @@
-"""Ordering rows by key and arrival, shared by the keyed operators: a cheaper equivalent of
-``np.lexsort`` for small integer key codes, and the per-key running max that decides lateness."""
+"""Ordering rows by key and arrival, shared by the keyed operators: whether rows are in order
+already, a cheaper equivalent of ``np.lexsort`` for small integer key codes, and the per-key
+running max that decides lateness."""
 
 from __future__ import annotations
 
@@ -12,6 +13,23 @@ NO_TIME = -(2**62)
 END_OF_INPUT = 2**62
 
 
+def in_order(columns: list[np.ndarray]) -> bool:
+    """Whether rows are in ascending (not strictly) order of ``columns``, the first deciding,
+    the next breaking ties: a stable sort would keep them as they are. Columns of floats (NaN
+    sorts last) are never taken as in order."""
+    if any(c.dtype.kind == "f" for c in columns):
+        return False
+    tied = np.ones(max(len(columns[0]) - 1, 0), dtype=bool)
+    for c in columns:
+        if not tied.any():
+            break
+        a, b = c[:-1][tied], c[1:][tied]
+        if np.any(b < a):
+            return False
+        tied[tied] = a == b
+    return True
+
+
 def order_by_code(code: np.ndarray, first: np.ndarray, then: np.ndarray | None = None
                   ) -> np.ndarray:
     """The order of ``np.lexsort((then, first, code))`` (``code``: small non-negative ints), by
@@ -20,9 +38,7 @@ def order_by_code(code: np.ndarray, first: np.ndarray, then: np.ndarray | None =
     and ``then`` is in order among their ties."""
     if not len(code):
         return np.zeros(0, np.int64)
-    step = np.diff(first)
-    in_order = step >= 0 if then is None else (step > 0) | ((step == 0) & (np.diff(then) >= 0))
-    if in_order.all():
+    if in_order([first] if then is None else [first, then]):
         return np.argsort(code.astype(np.uint16) if code.max() < 2**16 else code, kind="stable")
     low = int(first.min())
     span = int(first.max()) - low + 1

@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..catalog import COLUMN_TYPES
 from ..lateness import late_reasons, late_split
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
-from ..ordering import END_OF_INPUT, NO_TIME, order_by_code
+from ..ordering import END_OF_INPUT, NO_TIME, in_order, order_by_code
 from .dispatch import EMITTED, Released, RunEvaluator, json_of, value_of
 from .events import (
     Events,
@@ -154,7 +154,8 @@ class QreOperator(KeyedOperator):
         the keys' new state and the output."""
         buffered = self.buffer.unpack(keys.pending, keys.pending_values)
         events = buffered.concat(arrived) if len(buffered) else arrived
-        if _in_order(events):  # as when no key buffers events and each arrives in time order
+        # (as when no key buffers events and each arrives in time order)
+        if in_order([events.code, events.t, events.seq]):
             ready = events.t <= watermark[events.code]
             released = events if ready.all() else events.take(np.flatnonzero(ready))
             kept = events.take(np.flatnonzero(~ready))
@@ -285,13 +286,6 @@ class QreOperator(KeyedOperator):
             self.key: key[rows], "event_time": np.asarray(event_time, dtype=np.int64)[rows],
             "arrival_seq": arrival_seq[rows], "value": np.asarray(value, dtype=np.float64)[rows],
             "value_json": texts[rows]})
-
-
-def _in_order(events: Events) -> bool:
-    """Whether ``events`` are sorted by (key number, event time, arrival)."""
-    code, t = np.diff(events.code), np.diff(events.t)
-    return bool(((code > 0) | ((code == 0) & ((t > 0) | ((t == 0) & (np.diff(events.seq) >= 0)))
-                 )).all())
 
 
 def _with_reasons(batch: pd.DataFrame, rows: np.ndarray, reasons: list[str]) -> pd.DataFrame:

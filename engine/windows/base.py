@@ -14,6 +14,7 @@ from ..catalog import COLUMN_TYPES
 from ..errors import RepriseError
 from ..lateness import isos
 from ..operator import SEQ, TIME, KeyedOperator
+from ..ordering import in_order
 from .aggregates import OutOfRange, Plan
 from .segments import Columns
 from .spec import WindowSpec
@@ -99,7 +100,7 @@ class WindowOperator(KeyedOperator):
             return self._empty_output()
         out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         order = [self.key, self.ident, *(["final"] if self.updates else [])]
-        if _in_order([out[c].to_numpy() for c in order]):  # (as the kinds mostly emit them)
+        if in_order([out[c].to_numpy() for c in order]):  # (as the kinds mostly emit them)
             index = out.index
             fresh = isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
             return out if fresh else out.reset_index(drop=True)
@@ -108,19 +109,3 @@ class WindowOperator(KeyedOperator):
     def _empty_output(self) -> pd.DataFrame:
         return pd.DataFrame({name: np.zeros(0, dtype=object) for name in self.output_schema.names})
 
-
-def _in_order(columns: list[np.ndarray]) -> bool:
-    """Whether rows are in ascending (not strictly) order of ``columns``, the first deciding,
-    the next breaking ties: a stable sort would keep them as they are. Columns of floats (NaN
-    sorts last) are never taken as in order."""
-    if any(c.dtype.kind == "f" for c in columns):
-        return False
-    tied = np.ones(max(len(columns[0]) - 1, 0), dtype=bool)
-    for c in columns:
-        if not tied.any():
-            break
-        a, b = c[:-1][tied], c[1:][tied]
-        if np.any(b < a):
-            return False
-        tied[tied] = a == b
-    return True

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.operator import SEQ, TIME, run_batches
+from engine.ordering import in_order
 from engine.windows import Aggregate, SlidingWindow, WindowSpec
-from engine.windows.base import _in_order
 
 AGGS = (Aggregate("n", "count", None), Aggregate("s", "sum", "v"))
 
@@ -58,5 +58,5 @@ def test_rows_count_as_in_order_exactly_when_a_stable_sort_keeps_them(rows):
     frame = pd.DataFrame(rows, columns=["k", "s", "f"]).astype({"k": object})
     columns = [frame[c].to_numpy() for c in ("k", "s", "f")]
     order = frame.sort_values(["k", "s", "f"], kind="stable").index.to_numpy()
-    assert _in_order(columns) == (order == np.arange(len(frame))).all()
-    assert _in_order(columns[1:]) == (np.lexsort(columns[:0:-1]) == np.arange(len(frame))).all()
+    assert in_order(columns) == (order == np.arange(len(frame))).all()
+    assert in_order(columns[1:]) == (np.lexsort(columns[:0:-1]) == np.arange(len(frame))).all()
