@@ -51,7 +51,7 @@ class StepPlan:
 
     op: KeyedOperator
     batches: tuple[tuple[int, int, int], ...]  # (batch id, first seq, end seq), in order
-    dirs: dict[int, dict[str, str]]  # batch -> kind -> directory for its Parquet files
+    dirs: dict[str, str]  # kind -> the staging directory of its Parquet files (all batches)
     schemas: dict[str, pa.Schema]  # kind -> Arrow schema of its table
     recording_columns: tuple[str, ...]
     time_column: str
@@ -162,8 +162,7 @@ def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket
         return None
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
-    directory = plan.dirs[batch][kind]
-    path = f"{directory}/part-b{bucket:05d}-a{attempt}.parquet"
+    path = f"{plan.dirs[kind]}/part-b{bucket:05d}-n{batch:06d}-a{attempt}.parquet"
     # dictionary pages only for text: on numbers they cost more time than they save space
     text = [f.name for f in table.schema if pa.types.is_string(f.type)]
     footer: list[pq.FileMetaData] = []

@@ -300,8 +300,7 @@ class Replay:
         schemas = {"output": op.output_schema.append(pa.field("batch", pa.int64())),
                    "late": late_schema, "quarantine": late_schema,
                    "state": op.state_codec.schema}
-        dirs = {b: {k: self.storage.staging_dir(tables[k], f"b{b:06d}-{attempt}") for k in KINDS}
-                for b in group}
+        dirs = {k: self.storage.staging_dir(tables[k], attempt) for k in KINDS}
         live = (self.storage.live_files(tables["state"], state_version)
                 if state_version is not None else [])
         state_files: dict[int, list[str]] = {}
