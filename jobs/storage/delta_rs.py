@@ -3,10 +3,11 @@
 A run's per-batch commits in append mode to a plain local table (files added; a state commit
 also removes its buckets' previous files) are written by this module itself
 (:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as delta-rs writes
-it); delta-rs's own commit and the refresh of its handle after it cost some milliseconds each,
-which a replay pays on every table of every batch. Everything else (a first commit, an
-overwrite, a table with writer features or column invariants, removes from an append-only
-table, a checkpoint's version) goes through delta-rs.
+it), and so is the first commit of a new local table in append mode (:meth:`DeltaRsStorage._make`:
+the version 0 delta-rs writes, default protocol); delta-rs's own commit and the refresh of its
+handle after it cost some milliseconds each, which a replay pays on every table of every batch.
+Everything else (an overwrite, a table with writer features or column invariants, removes from
+an append-only table, a checkpoint's version) goes through delta-rs.
 """
 
 from __future__ import annotations
@@ -93,6 +94,16 @@ def _create(path: str, text: str) -> bool:
     return True
 
 
+def _no_log(root: str) -> bool:
+    """True when the local table directory ``root`` holds no log at all (no ``_delta_log``, or
+    an empty one): a first log entry made there starts the table."""
+    try:
+        with os.scandir(f"{root}/_delta_log") as entries:
+            return next(entries, None) is None
+    except FileNotFoundError:
+        return True
+
+
 def _relative(path: str, root: str) -> str:
     """A table file's path as the Delta log names it: relative to the table's root when it is
     inside it (local paths and URIs alike), else the path itself."""
@@ -100,6 +111,32 @@ def _relative(path: str, root: str) -> str:
     if path.startswith(root + "/"):
         return path[len(root) + 1:]
     return path if "://" in path else os.path.relpath(path, root)
+
+
+def _changes(paths: Sequence[str], files: Sequence[StagedFile], removed: Sequence[str],
+             txn: Txn | None, now_ms: int) -> list[dict]:
+    """The actions of a log entry that adds ``files`` (at ``paths``, relative), removes
+    ``removed`` and records ``txn``, as delta-rs writes them."""
+    lines: list[dict] = [
+        {"add": {"path": p, "partitionValues": {}, "size": f.size, "modificationTime": now_ms,
+                 "dataChange": True,
+                 "stats": f.stats or json.dumps({"numRecords": f.num_records})}}
+        for p, f in zip(paths, files, strict=True)]
+    lines += [{"remove": {"path": p, "dataChange": True, "deletionTimestamp": now_ms,
+                          "extendedFileMetadata": False}} for p in removed]
+    if txn is not None:
+        lines.append({"txn": {"appId": txn.app_id, "version": txn.version}})
+    return lines
+
+
+def _compact(value: dict) -> str:
+    """``value`` as JSON text without spaces (as delta-rs nests JSON in ``commitInfo``)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _entry(lines: list[dict]) -> str:
+    """A log entry's text: one JSON action per line."""
+    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 def file_stats(path: str, meta: pq.FileMetaData | None = None) -> tuple[int, str]:
@@ -354,6 +391,8 @@ class DeltaRsStorage(DeltaStorage):
         root = _local(path).rstrip("/")
         if mode == "append":
             appended = self._append(root, files, schema, txn, metadata, remove)
+            if appended is None and not remove:
+                appended = self._make(root, files, schema, txn, metadata)
             if appended is not None:
                 return appended
         dt = self._current(path)
@@ -430,21 +469,42 @@ class DeltaRsStorage(DeltaStorage):
         info = {"timestamp": now_ms, "operation": "WRITE",
                 "operationParameters": {"mode": "Append", "partitionBy": "[]"},
                 "engineInfo": "reprise", **dict(metadata or {})}
-        lines = [{"commitInfo": info}]
-        lines += [{"add": {"path": p, "partitionValues": {}, "size": f.size,
-                           "modificationTime": now_ms, "dataChange": True,
-                           "stats": f.stats or json.dumps({"numRecords": f.num_records})}}
-                  for p, f in zip(paths, files, strict=True)]
-        lines += [{"remove": {"path": p, "dataChange": True, "deletionTimestamp": now_ms,
-                              "extendedFileMetadata": False}} for p in removed]
-        if txn is not None:
-            lines.append({"txn": {"appId": txn.app_id, "version": txn.version}})
-        entry = f"{root}/_delta_log/{version:020d}.json"
-        if not _create(entry, "".join(json.dumps(line) + "\n" for line in lines)):
+        lines = [{"commitInfo": info}, *_changes(paths, files, removed, txn, now_ms)]
+        if not _create(f"{root}/_delta_log/{version:020d}.json", _entry(lines)):
             return None  # another writer took the version: delta-rs sorts it out
         txns = {**head.txns, txn.app_id: txn.version} if txn is not None else head.txns
         self._appended[root] = _Appends(version, txns, head.made)
         return WriteResult(version=version)
+
+    def _make(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
+              txn: Txn | None, metadata: Mapping[str, str] | None) -> WriteResult | None:
+        """Make a local table at ``root`` with ``files`` as its version 0, written here as
+        delta-rs's ``create_table_with_add_actions`` writes it (default protocol, no partitions,
+        no properties); None when delta-rs has to (a table or its first log entry is there
+        already, a path to encode, not a local path)."""
+        paths = [_relative(f.path, root) for f in files]
+        first = f"{root}/_delta_log/{0:020d}.json"
+        if "://" in root or not all(_PLAIN_PATH.fullmatch(p) for p in paths) or \
+                not _no_log(root):
+            return None
+        made = Schema.from_arrow(schema).to_json()
+        now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
+        protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+        meta = {"id": str(uuid.uuid4()), "name": None, "description": None,
+                "format": {"provider": "parquet", "options": {}}, "schemaString": made,
+                "partitionColumns": [], "createdTime": now_ms, "configuration": {}}
+        info = {"timestamp": now_ms, "operation": "CREATE TABLE",
+                "operationParameters": {"metadata": _compact(meta), "mode": "ErrorIfExists",
+                                        "location": f"file://{root}/",
+                                        "protocol": _compact(protocol)},
+                "engineInfo": "reprise", **dict(metadata or {})}
+        lines = [{"commitInfo": info}, {"protocol": protocol}, {"metaData": meta},
+                 *_changes(paths, files, [], txn, now_ms)]
+        os.makedirs(os.path.dirname(first), exist_ok=True)
+        if not _create(first, _entry(lines)):
+            return None  # another writer made the table: delta-rs sorts it out
+        self._appended[root] = _Appends(0, {txn.app_id: txn.version} if txn else {}, made)
+        return WriteResult(version=0)
 
     def _plain(self, dt: DeltaTable, schema: pa.Schema, removes: bool) -> bool:
         """Whether an append of files of ``schema`` to ``dt`` (that ``removes`` files) needs

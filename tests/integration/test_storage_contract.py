@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame
 
 from jobs.settings import SettingsError
@@ -567,3 +568,63 @@ def test_delta_rs_appends_a_runs_commits_as_delta_rs_would(storage, tmp_path):
     assert storage.commit_metadata(history[0])["reprise.batch"] == "102"
     assert history[0]["operation"] == "WRITE"
     assert history[0]["operationParameters"]["mode"] == "Append"
+
+
+def _without_ids(actions: list[dict]) -> list[dict]:
+    """A version 0's actions without what differs between two makes of a table: ids, times,
+    location, engine."""
+    out = []
+    for action in actions:
+        action = json.loads(json.dumps(action))
+        for kind, body in action.items():
+            for field_name in ("id", "createdTime", "timestamp", "modificationTime",
+                               "engineInfo", "clientVersion", "tags", "baseRowId",
+                               "defaultRowCommitVersion", "clusteringProvider"):
+                body.pop(field_name, None)
+            if kind == "commitInfo":
+                params = body["operationParameters"]
+                params.pop("location")
+                params["metadata"] = {k: v for k, v in json.loads(params["metadata"]).items()
+                                      if k not in ("id", "createdTime")}
+        out.append(action)
+    return out
+
+
+def test_delta_rs_makes_a_new_tables_version_0_as_delta_rs_would(storage, tmp_path):
+    """A first commit in append mode to a new local table is the backend's own log entry, with
+    the actions delta-rs writes for it (same protocol, metadata, adds and txn); a fresh delta-rs
+    handle reads it; a directory with a log already is left to delta-rs."""
+    ours, theirs = table_path(tmp_path, "ours"), table_path(tmp_path, "theirs")
+    meta = {"reprise.run": "r", "reprise.batch": "0"}
+    staged = stage(storage, ours, "a", [batch([0, 1, 2])])
+    assert storage.commit_files(ours, staged, SCHEMA, txn=Txn("r/output", 0),
+                                metadata=meta).version == 0
+    made = log_actions(ours)[0]
+    assert made[0]["commitInfo"]["engineInfo"] == "reprise"
+    relative = [{**f.__dict__, "path": str(Path(f.path).relative_to(ours))} for f in staged]
+    os.makedirs(f"{theirs}/{Path(relative[0]['path']).parent}")
+    os.link(staged[0].path, f"{theirs}/{relative[0]['path']}")
+    create_table_with_add_actions(
+        theirs, Schema.from_arrow(SCHEMA),
+        [AddAction(path=r["path"], size=r["size"], partition_values={}, modification_time=0,
+                   data_change=True, stats=r["stats"]) for r in relative],
+        mode="error", commit_properties=CommitProperties(
+            custom_metadata=meta, app_transactions=[Transaction(app_id="r/output", version=0)]))
+    assert _without_ids(made) == _without_ids(log_actions(theirs)[0])
+    fresh = DeltaTable(ours)
+    assert fresh.version() == 0 and fresh.transaction_version("r/output") == 0
+    assert pa.schema(fresh.schema().to_arrow()) == SCHEMA
+    assert fresh.to_pyarrow_table().column("n").to_pylist() == [0, 1, 2]
+    # the next commit appends to it without delta-rs, as to a table delta-rs made
+    staged = stage(storage, ours, "b", [batch([3])])
+    assert storage.commit_files(ours, staged, SCHEMA, txn=Txn("r/output", 1)).version == 1
+    assert DeltaTable(ours).transaction_version("r/output") == 1
+    # a table whose version 0 entry was cleaned up after a checkpoint: not a new table
+    kept = table_path(tmp_path, "kept")
+    write_deltalake(kept, batch([0]))
+    write_deltalake(kept, batch([1]), mode="append")
+    DeltaTable(kept).create_checkpoint()
+    (Path(kept) / "_delta_log" / f"{0:020d}.json").unlink()
+    assert storage.commit_files(kept, stage(storage, kept, "c", [batch([2])]), SCHEMA
+                                ).version == 2
+    assert sorted(DeltaTable(kept).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2]
