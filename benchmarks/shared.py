@@ -5,11 +5,12 @@ The workload is like the stream-sharing report's experiment, on the vitals recor
 (random column subsets, random AND/OR range predicates on heart_rate and spo2) and window
 queries (tumbling and sliding windows of different sizes and slides, decomposable aggregates,
 like dashboard panels each behind one of three common filters, so windows can share panes).
-Both sides run in the same process and Spark session after one untimed warm-up replay; the
-standalone runs one after another, each reading the recording. Prints wall times, rows read,
+Both sides run in the same process and Spark session after one untimed warm-up replay, in
+alternating rounds (medians reported), each timing its runs' preparation too; the standalone
+runs one after another, each reading the recording. Prints wall times, rows read,
 rows entering the per-query operators, how many queries a shared intermediate serves with
 MATCH only vs with widening, and how many windows share panes.
-Run with ``python -m benchmarks.shared [--events N] [--queries Q]``.
+Run with ``python -m benchmarks.shared [--events N] [--queries Q] [--rounds R]``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import random
 import shutil
 import time
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 from deltalake import DeltaTable
@@ -97,6 +99,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=32)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating rounds of both sides; the medians are reported")
     args = parser.parse_args()
     with bench(args.master) as b:
         catalog = load_catalog(catalog_dir(b.root, workload(args.queries)))
@@ -105,19 +109,23 @@ def main() -> None:
         names = sorted(catalog.queries)
         replay.run(replay.prepare(names[0], run_id="warm-up"))  # untimed: JVM and workers
         shared = SharedReplay(replay)
-        infos = shared.prepare(names)
-        plan, alone = shared.plan(infos)
+        plan, alone = shared.plan([replay.prepare(n, run_id=f"{n}-plan") for n in names])
         assert plan is not None and not alone, "every query of the workload should share"
         contexts = [replay.context(name) for name in names]
         shares = pane_shares(plan, {c.query.name: c.family.operator(c.query, c.recordings)
                                     for c in contexts})
-        started = time.perf_counter()
-        shared.run(infos)
-        shared_s = time.perf_counter() - started
-        started = time.perf_counter()
-        for name in names:
-            replay.run(replay.prepare(name, run_id=f"{name}-alone"))
-        standalone_s = time.perf_counter() - started
+        shared_times, standalone_times = [], []
+        for r in range(args.rounds):  # alternating; each side prepares (makes) its runs
+            started = time.perf_counter()
+            shared.run([replay.prepare(n, run_id=f"{n}-shared-{r}") for n in names])
+            shared_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for name in names:
+                replay.run(replay.prepare(name, run_id=f"{name}-alone-{r}"))
+            standalone_times.append(time.perf_counter() - started)
+            print(f"round {r + 1}: shared run {shared_times[-1]:.2f} s, standalone runs "
+                  f"{standalone_times[-1]:.2f} s", flush=True)
+        shared_s, standalone_s = median(shared_times), median(standalone_times)
         frame = DeltaTable(warehouse.recording("vitals")).to_pandas(
             columns=["heart_rate", "spo2"])
     n = len(frame)
@@ -133,7 +141,8 @@ def main() -> None:
         # on Spark: the windows whose late split and pane partials are computed once per group
         "queries_sharing_panes": len(shares),
         "pane_groups_on_spark": len({id(share) for share in shares.values()}),
-        "shared_s": round(shared_s, 1), "standalone_s": round(standalone_s, 1),
+        "rounds": args.rounds, "shared_s": round(shared_s, 2),
+        "standalone_s": round(standalone_s, 2),
         "speedup": round(standalone_s / shared_s, 2),
         "rows_read": {"shared": n, "standalone": n * len(names)},  # one physical read
         "rows_entering_operators": {"shared": entering, "standalone": n * len(names),
@@ -142,9 +151,10 @@ def main() -> None:
         "served_with_widening": counters["shared_with_widening"],
     }
     print(json.dumps(result, indent=1))
-    print(f"{len(names)} queries over {n:,} events: shared run {shared_s:.1f} s, standalone runs "
-          f"{standalone_s:.1f} s, {result['speedup']}x (target >= 5x); rows read {n:,} vs "
-          f"{n * len(names):,}; rows entering operators {entering:,} vs {n * len(names):,}; "
+    print(f"{len(names)} queries over {n:,} events, medians of {args.rounds} rounds: shared run "
+          f"{shared_s:.2f} s, standalone runs {standalone_s:.2f} s, {result['speedup']}x "
+          f"(target >= 5x); rows read {n:,} vs {n * len(names):,}; rows entering operators "
+          f"{entering:,} vs {n * len(names):,}; "
           f"served by a shared stream: {counters['shared_match_only']} with MATCH only, "
           f"{counters['shared_with_widening']} with widening; {len(shares)} windows in "
           f"{result['pane_groups_on_spark']} pane groups aggregate their panes once per group")

@@ -510,20 +510,20 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     def step(bucket: int) -> pd.DataFrame:
         return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
 
-    return collect_files(plan, per_bucket(spark, list(range(buckets)), step))
+    return collect_files(plan, per_task(spark, list(range(buckets)), step))
 
 
 def execute_finish(spark: SparkSession | None, plan: StepPlan) -> dict[int, StepFiles]:
     """Run the operator's end-of-input flush on Spark, one task per bucket holding state."""
     empty = no_events(plan)
-    return collect_files(plan, per_bucket(spark, sorted(plan.state_files),
+    return collect_files(plan, per_task(spark, sorted(plan.state_files),
                                           lambda bucket: run_bucket(plan, bucket, empty)))
 
 
-def per_bucket(spark: SparkSession | None, buckets: list[int],
-               work: Callable[[int], pd.DataFrame]) -> list[dict]:
-    """``work(bucket)`` for every bucket, each in its own Spark task (one partition per bucket,
-    no shuffle, so the tasks run in parallel); the rows of all results.
+def per_task(spark: SparkSession | None, buckets: list[int],
+             work: Callable[[int], pd.DataFrame]) -> list[dict]:
+    """``work(bucket)`` for every bucket (or part of a shared job), each in its own Spark task
+    (one partition each, no shuffle, so the tasks run in parallel); the rows of all results.
 
     A plain RDD job: it starts its Python tasks sooner than a DataFrame ``mapInPandas`` job.
     """

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,7 @@ from .keyed import (
     collect_files,
     key_buckets,
     no_events,
-    per_bucket,
+    per_task,
     read_range,
     run_bucket,
     split_bucket,
@@ -97,36 +98,39 @@ def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[s
     return shares
 
 
-def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets: int
-                  ) -> pd.DataFrame:
-    """The worker side of a shared job: read the range once, keep the rows of this bucket
-    (by each member's key), apply each cluster's W once, and step every member's operator."""
+def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.DataFrame:
+    """The worker side of a shared job, for its part of the members (:func:`parts`): read the
+    range once, apply each cluster's W once, and step each member's operator over the keys of
+    every bucket as one (the operators work key by key; each bucket with events in a batch
+    writes its own state file, as its own task would: :func:`~jobs.keyed.run_bucket`)."""
     first = members[0].plan
     lo, hi = first.batches[0][1], first.batches[-1][2]
     steps = first.batches[:-1] if first.finish else first.batches
     if not files:
-        return _concat([run_bucket(m.plan, bucket, no_events(m.plan), [0] * len(steps))
+        idle = np.zeros((len(steps), buckets), "int64")
+        return _concat([run_bucket(m.plan, 0, no_events(m.plan), by_bucket=idle)
                         .assign(**{QUERY: m.name}) for m in members])
-    # (the driver runs the buckets one after the other with these objects)
     for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
-        shared.reset()
+        shared.reset()  # (the driver runs the parts one after the other with these objects)
     keys = sorted({m.plan.op.key for m in members})
     parts = read_range(files, first.recording_columns, keys, lo, hi)
     table = pa.concat_tables([t for t, _ in parts])
     seq = np.concatenate([s for _, s in parts])
-    mine = {key: key_buckets(table.column(key), buckets) == bucket for key in keys}
-    union = np.logical_or.reduce(list(mine.values()))
-    table, seq = table.filter(pa.array(union)), seq[union]
-    mine = {key: kept[union] for key, kept in mine.items()}
+    cuts = np.searchsorted(seq, np.r_[lo, [b_hi for _, _, b_hi in steps]], side="left")
+    by_bucket = {}  # key -> events per batch (rows) and bucket (columns), W or not
+    for key in keys:
+        of = key_buckets(table.column(key), buckets)
+        by_bucket[key] = np.array([np.bincount(of[a:b], minlength=buckets)
+                                   for a, b in pairwise(cuts)],
+                                  "int64").reshape(-1, buckets)
     for column in {m.plan.time_column for m in members}:
         table = table.append_column(f"{TIME}:{column}", table.column(column).cast(
             pa.timestamp("us")).cast(pa.int64()))
     # nanosecond timestamps, as the standalone direct exchange hands them to the operators
     frame = exact_pandas(table, coerce_temporal_nanoseconds=True)
     frame[SEQ] = seq
-    ends = np.asarray([b_hi for _, _, b_hi in steps], dtype="int64")
     widened: dict[Pred, np.ndarray] = {}
-    streams: dict[tuple, tuple[pd.DataFrame, list[int]]] = {}
+    streams: dict[tuple, pd.DataFrame] = {}
     splits: dict[tuple, BucketSplit] = {}
     out = []
     for m in members:
@@ -137,22 +141,45 @@ def shared_bucket(members: list[Member], files: list[dict], bucket: int, buckets
         if stream not in streams:  # each cluster's W, and its members' events, once per key
             if m.widened not in widened:
                 widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
-            bucket_rows = mine[key]
             unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
-            rows = bucket_rows & (widened[m.widened] | unplaced)
-            seen = np.diff(np.searchsorted(seq[bucket_rows], np.r_[lo, ends], side="left"))
+            rows = widened[m.widened] | unplaced
             events = frame.loc[rows, [*first.recording_columns, SEQ]].reset_index(drop=True)
             events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"].array
             if values:
                 events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
-            streams[stream] = events, seen.tolist()
-        events, seen = streams[stream]
+            streams[stream] = events
         # the stream's quarantine split and batches, once for the members that agree on it
         split = (*stream, m.plan.op.codes_keys)
         if split not in splits:
-            splits[split] = split_bucket(m.plan, events)
-        out.append(run_bucket(m.plan, bucket, splits[split], seen).assign(**{QUERY: m.name}))
+            splits[split] = split_bucket(m.plan, streams[stream])
+        out.append(run_bucket(m.plan, 0, splits[split], by_bucket=by_bucket[key])
+                   .assign(**{QUERY: m.name}))
     return _concat(out)
+
+
+def parts(members: list[Member], count: int) -> list[list[Member]]:
+    """``members`` in at most ``count`` parts of about equal size, one Spark task each, in
+    member order; the members of one pane group or residual filter stay in one part (they
+    share its work)."""
+    units: list[list[Member]] = []
+    unit_of: dict[int, int] = {}  # shared object -> its unit
+    for m in members:
+        ids = [id(s) for s in (m.share, m.passing) if s is not None]
+        found = sorted({unit_of[i] for i in ids if i in unit_of})
+        if not found:
+            units.append([])
+            found = [len(units) - 1]
+        for other in found[1:]:  # a member that joins two units makes them one
+            units[found[0]] += units[other]
+            units[other] = []
+            unit_of.update({i: found[0] for i, u in unit_of.items() if u == other})
+        units[found[0]].append(m)
+        unit_of.update(dict.fromkeys(ids, found[0]))
+    loads: list[list[Member]] = [[] for _ in range(count)]
+    for unit in sorted((u for u in units if u), key=len, reverse=True):  # (stable sort)
+        min(loads, key=len).extend(unit)
+    order = {m.name: i for i, m in enumerate(members)}
+    return [sorted(part, key=lambda m: order[m.name]) for part in loads if part]
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -266,8 +293,9 @@ class SharedReplay:
         members = [m for m, *_ in prepared.values()]
         lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
         files = overlapping(first.files, lo, hi)
-        rows = per_bucket(runner.spark, list(range(first.buckets)),
-                          lambda bucket: shared_bucket(members, files, bucket, first.buckets))
+        tasks = parts(members, first.buckets)
+        rows = per_task(runner.spark, list(range(len(tasks))),
+                        lambda part: shared_part(tasks[part], files, first.buckets))
 
         def commit(info: RunInfo) -> list[BatchReport]:
             member, live, version = prepared[info.run_id]
