@@ -293,18 +293,27 @@ class SharedReplay:
         members = [m for m, *_ in prepared.values()]
         lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
         files = overlapping(first.files, lo, hi)
+        run_of = {i.query: i for i in infos}
+
+        def run_part(part: list[Member]) -> dict[str, list[BatchReport]]:
+            """The part's Spark job, then its runs' commits (each resumable on its own)."""
+            rows = per_task(runner.spark, [0],
+                            lambda _: shared_part(part, files, first.buckets))
+            reports = {}
+            for m in part:
+                info = run_of[m.name]
+                _, live, version = prepared[info.run_id]
+                steps = collect_files(m.plan, [r for r in rows if r[QUERY] == m.name])
+                reports[m.name] = runner.commit(info, m.plan, group, steps, live, version,
+                                                started)[0]
+            return reports
+
+        # one Spark job per part, side by side: the runs of a part that is done commit while
+        # the other parts' tasks still run
         tasks = parts(members, first.buckets)
-        rows = per_task(runner.spark, list(range(len(tasks))),
-                        lambda part: shared_part(tasks[part], files, first.buckets))
-
-        def commit(info: RunInfo) -> list[BatchReport]:
-            member, live, version = prepared[info.run_id]
-            steps = collect_files(member.plan, [r for r in rows if r[QUERY] == info.query])
-            return runner.commit(info, member.plan, group, steps, live, version, started)[0]
-
-        # the runs' commits do not depend on each other: a few at a time (each is resumable)
-        with ThreadPoolExecutor(min(4, len(infos))) as pool:
-            return dict(zip([i.query for i in infos], pool.map(commit, infos), strict=True))
+        with ThreadPoolExecutor(len(tasks)) as pool:
+            done_parts = list(pool.map(run_part, tasks))
+        return {i.query: next(d[i.query] for d in done_parts if i.query in d) for i in infos}
 
 
 def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
