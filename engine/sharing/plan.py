@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .cluster import Cluster, build_cluster
@@ -74,13 +75,19 @@ class SharedPlan:
     clusters: tuple[Cluster, ...]
     outcomes: dict[str, str]
     stats: Statistics
-    shared_match_only: int | None = None
+    #: How many of the queries would share a stream with MATCH only (no widening), computed
+    #: when first asked (a second planner's work, which a shared run itself does not need).
+    match_only: Callable[[], int] | None = None
 
     @classmethod
     def of(cls, clusters: Sequence[Cluster], outcomes: dict[str, str], stats: Statistics,
-           shared_match_only: int | None = None) -> SharedPlan:
+           match_only: Callable[[], int] | None = None) -> SharedPlan:
         return cls(tuple(sorted(clusters, key=lambda c: c.names)), dict(outcomes), stats,
-                   shared_match_only)
+                   match_only)
+
+    @cached_property
+    def shared_match_only(self) -> int | None:
+        return self.match_only() if self.match_only is not None else None
 
     @property
     def views(self) -> list[SharingView]:

@@ -117,14 +117,21 @@ def plan_queries(views: Iterable[SharingView], stats: Statistics) -> SharedPlan:
         reads = ", ".join(f"{v.name} reads {v.recording!r}" for v in sorted(ordered,
                                                                            key=lambda v: v.name))
         raise SharingError(f"queries of one shared plan must read the same recording: {reads}")
-    planner, match_only = Planner(stats), Planner(stats, widening=False)
+    planner = Planner(stats)
     for view in ordered:
         planner.register(view)
-        match_only.register(view)
     planner.improve(ordered)
-    match_only.improve(ordered)
+
+    def match_only() -> int:
+        """How many of the queries share a stream when no stream is widened."""
+        narrow = Planner(stats, widening=False)
+        for view in ordered:
+            narrow.register(view)
+        narrow.improve(ordered)
+        return len(ordered) - len(narrow.clusters)
+
     return SharedPlan.of(planner.clusters, outcomes(planner.clusters, ordered, stats), stats,
-                         shared_match_only=len(ordered) - len(match_only.clusters))
+                         match_only)
 
 
 def outcomes(clusters: list[Cluster], order: list[SharingView], stats: Statistics
