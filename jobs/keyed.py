@@ -119,6 +119,19 @@ class KeyValues:
         """The key values of ``codes`` as ``type_``."""
         return self._arrow.take(pa.array(codes.to_numpy(dtype="int64"))).cast(type_)
 
+    def buckets(self, count: int, type_: pa.DataType) -> np.ndarray:
+        """The bucket of each code's key value (as ``type_``) among ``count``
+        (:func:`key_buckets`; each value hashed once per worker)."""
+        known = self._buckets.get((count, type_))
+        if known is None:
+            known = key_buckets(pa.chunked_array([self._arrow.cast(type_)]), count)
+            self._buckets[(count, type_)] = known
+        return known
+
+    @cached_property
+    def _buckets(self) -> dict[tuple[int, pa.DataType], np.ndarray]:
+        return {}
+
 
 def arrow_table(frame: pd.DataFrame, schema: pa.Schema, keys: KeyValues | None = None,
                 names: Mapping[str, str] | None = None) -> pa.Table:
@@ -341,8 +354,8 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
         if by_bucket is None:
             rows.append(_write(plan, batch, "state", table, bucket))
             continue
-        of = (key_buckets(table.column(op.key), by_bucket.shape[1]) if table is not None
-              else None)
+        of = None if table is None else _state_buckets(table, state, op.key, keys,
+                                                       by_bucket.shape[1])
         for b in seen_of:  # each bucket's state file, as its own task writes it
             part = None if of is None else table.filter(pa.array(of == b))
             rows.append(_write(plan, batch, "state",
@@ -354,6 +367,15 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
         rows.append(_write(plan, batch, "output", output_table(
             op.finish(state), schemas["output"], batch, keys), bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
+
+
+def _state_buckets(table: pa.Table, state: pd.DataFrame, key: str, keys: KeyValues | None,
+                   count: int) -> np.ndarray:
+    """The bucket of each row of ``state`` (``table``: as stored, keys as values)."""
+    if keys is None:
+        return key_buckets(table.column(key), count)
+    return keys.buckets(count, table.schema.field(key).type).take(
+        state[key].to_numpy(dtype="int64"))
 
 
 def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, StepFiles]:
