@@ -1,0 +1,64 @@
+"""How a shared job splits its queries into parts (one Spark task each): every query in exactly
+one part, the queries of one pane group or one residual predicate together, sizes balanced."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.filtered import Passing
+from engine.predicate import TRUE
+from engine.windows.pane_share import PaneShare
+from jobs.shared_run import Member, parts
+
+
+def _members(links: list[tuple[int | None, int | None]]) -> list[Member]:
+    """Members ``q0, q1, ...``; member i takes share ``links[i][0]`` and residual filter
+    ``links[i][1]`` (None: none), shared by the members naming the same number."""
+    shares = {i: PaneShare(60_000_000, "k", 0, [], []) for i, _ in links if i is not None}
+    filters = {j: Passing(TRUE) for _, j in links if j is not None}
+    return [Member(f"q{n}", None, TRUE,  # type: ignore[arg-type]  # parts reads no plan
+                   shares.get(i) if i is not None else None,
+                   filters.get(j) if j is not None else None)
+            for n, (i, j) in enumerate(links)]
+
+
+def test_singles_are_spread_evenly_in_member_order():
+    members = _members([(None, None)] * 7)
+    split = parts(members, 3)
+    assert [len(p) for p in split] == [3, 2, 2]
+    assert sorted(m.name for p in split for m in p) == sorted(m.name for m in members)
+    for part in split:
+        names = [m.name for m in part]
+        assert names == sorted(names, key=lambda n: int(n[1:]))
+
+
+def test_a_member_linking_two_groups_keeps_both_groups_in_one_part():
+    # q0, q1 share panes; q2 shares a filter with q3 and the panes of q0 and q1
+    members = _members([(0, None), (0, None), (0, 1), (None, 1), (None, None), (None, None)])
+    split = parts(members, 2)
+    together = next(p for p in split if members[0] in p)
+    assert {m.name for m in members[:4]} <= {m.name for m in together}
+
+
+def test_fewer_members_than_parts_gives_one_part_each():
+    members = _members([(None, None), (None, None)])
+    assert [[m.name for m in p] for p in parts(members, 4)] == [["q0"], ["q1"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)),
+                          st.one_of(st.none(), st.integers(0, 3))), min_size=1, max_size=20),
+       st.integers(1, 4))
+def test_parts_cover_every_member_once_and_keep_sharers_together(links, count):
+    members = _members(links)
+    split = parts(members, count)
+    assert 1 <= len(split) <= count
+    names = [m.name for p in split for m in p]
+    assert sorted(names) == sorted(m.name for m in members)
+    part_of = {m.name: i for i, p in enumerate(split) for m in p}
+    for a in members:
+        for b in members:
+            if (a.share is not None and a.share is b.share) or (
+                    a.passing is not None and a.passing is b.passing):
+                assert part_of[a.name] == part_of[b.name]
