@@ -29,7 +29,7 @@ from ..operator import SEQ, TIME, StateCodec, StepResult, exact_pandas
 from ..ordering import END_OF_INPUT
 from .base import WindowOperator
 from .event_values import arrow_type, raw_values
-from .segments import Segments
+from .segments import Segments, key_sections
 from .spec import WindowSpec
 
 KEY, TAIL, PENDING = 0, 1, 2  # role of a state row
@@ -136,11 +136,10 @@ class CountWindow(WindowOperator):
             return self._empty_output()
         lo = first - size + 1  # position of each key's first grid cell
         cells = np.where(count > 0, last - lo + 1, 0)
-        offset = np.concatenate([[0], np.cumsum(cells)[:-1]])
+        offset, total = key_sections(cells, size)
         inside = (count[key_code] > 0) & (position >= lo[key_code]) & \
             (position <= last[key_code])
         cell = offset[key_code] + position - lo[key_code]
-        total = int(cells.sum())
         window_key = np.repeat(np.arange(len(uniques)), count)
         j = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
         at = first[window_key] + j * every  # window positions

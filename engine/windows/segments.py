@@ -115,6 +115,15 @@ def grid(columns: Columns, cells: np.ndarray, total: int, empty: Columns) -> Col
     return out
 
 
+def key_sections(cells: np.ndarray, width: int) -> tuple[np.ndarray, int]:
+    """Where each key's ``cells`` start in one grid of all the keys, and the grid's length:
+    every key's section starts on a multiple of the window ``width``, so that
+    :func:`window_scan` combines a key's cells in the same order whatever keys come before
+    it (stepped alone, with its bucket, or with every bucket: doubles come out bit for bit)."""
+    padded = -(-cells // width) * width
+    return np.concatenate([[0], np.cumsum(padded)[:-1]]).astype("int64"), int(padded.sum())
+
+
 def window_sum(grid: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Sum of ``grid[p : p + width]`` for every ``p`` in ``pos``.
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..lateness import Marks
 from ..ordering import END_OF_INPUT
-from .segments import Columns, take, window_sum
+from .segments import Columns, key_sections, take, window_sum
 from .spec import WindowSpec
 from .time_window import CODE, TimeWindow
 
@@ -84,10 +84,9 @@ class SlidingWindow(TimeWindow):
             has |= early
         count = np.where(has, (hi - lo) // slide + 1, 0)  # windows per key
         cells = np.where(has, (hi + size - lo) // g, 0)
-        offset = np.concatenate([[0], np.cumsum(cells)[:-1]])
+        offset, total = key_sections(cells, width)
         cell = offset[key_code] + (a - lo[key_code]) // g
         inside = has[key_code] & (a >= lo[key_code]) & (a < hi[key_code] + size)
-        total = int(cells.sum())
         window_key = np.repeat(np.arange(len(keys)), count)
         first = np.concatenate([[0], np.cumsum(count)[:-1]])
         j = np.arange(int(count.sum())) - np.repeat(first, count)
