@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import time
@@ -89,6 +90,20 @@ def test_executors_import_the_project_from_the_shipped_zip(cluster, driver):
                          text=True, timeout=TIMEOUT_S, check=True).stdout
     paths = ast.literal_eval(out.strip().splitlines()[-1])  # a printed list of two paths
     assert len(paths) == 2 and all(f"/{CODE_ZIP}/jobs/keyed.py" in p for p in paths), paths
+
+
+def test_a_shared_replay_runs_its_parts_side_by_side_and_each_query_validates(cluster, driver):
+    """Issue 16 on the cluster: several queries of one recording in one shared run (a Spark job
+    per part of the queries, the jobs side by side on the executors), each run validating."""
+    env, cwd, warehouse = driver
+    names = ["vitals_hr_1m", "vitals_hr_10m_sliding", "vitals_low_spo2", "vitals_last_episode"]
+    out = reprise(env, cwd, "replay", *names)
+    assert "shared run of" in out
+    run_ids = re.findall(r"^run (\S+): vitals", out, flags=re.MULTILINE)
+    assert len(run_ids) == len(names)
+    for run_id in run_ids:
+        assert "output equals the reference" in reprise(env, cwd, "validate", run_id)
+        assert run_json(warehouse, run_id)["buckets"] == 2
 
 
 def test_a_replay_survives_a_worker_killed_in_the_middle(cluster, driver):
