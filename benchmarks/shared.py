@@ -5,23 +5,23 @@ The workload is like the stream-sharing report's experiment, on the vitals recor
 (random column subsets, random AND/OR range predicates on heart_rate and spo2) and window
 queries (tumbling and sliding windows of different sizes and slides, decomposable aggregates,
 like dashboard panels each behind one of three common filters, so windows can share panes).
-Both sides run in the same process and Spark session after one untimed warm-up replay, in
-alternating rounds (medians reported), each timing its runs' preparation too; the standalone
-runs one after another, each reading the recording. Prints wall times, rows read,
-rows entering the per-query operators, how many queries a shared intermediate serves with
-MATCH only vs with widening, and how many windows share panes.
+Both sides run in the same process and Spark session, in rounds that run each once in turn
+after one untimed round (``harness.medians``; medians reported), each timing its runs'
+preparation too; the standalone runs one after another, each reading the recording. Prints
+wall times, rows read, rows entering the per-query operators, how many queries a shared
+intermediate serves with MATCH only vs with widening, and how many windows share panes.
 Run with ``python -m benchmarks.shared [--events N] [--queries Q] [--rounds R]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import shutil
 import time
 from pathlib import Path
-from statistics import median
 
 import numpy as np
 from deltalake import DeltaTable
@@ -31,7 +31,7 @@ from engine.predicate import TRUE
 from jobs.replay import Replay
 from jobs.shared_run import SharedReplay, pane_shares
 
-from .harness import ROOT, bench
+from .harness import ROOT, bench, medians
 
 COLUMNS = ["patient_id", "ts", "heart_rate", "spo2"]
 SIZES = ["1m", "2m", "5m", "10m"]
@@ -100,32 +100,36 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=32)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="alternating rounds of both sides; the medians are reported")
+                        help="timed rounds of both sides in turn, after one untimed round; "
+                             "the medians are reported")
     args = parser.parse_args()
     with bench(args.master) as b:
         catalog = load_catalog(catalog_dir(b.root, workload(args.queries)))
         warehouse = b.vitals(catalog, "big", args.events, args.keys, 10)
         replay = Replay(b.spark, b.storage, warehouse, catalog)
         names = sorted(catalog.queries)
-        replay.run(replay.prepare(names[0], run_id="warm-up"))  # untimed: JVM and workers
         shared = SharedReplay(replay)
         plan, alone = shared.plan([replay.prepare(n, run_id=f"{n}-plan") for n in names])
         assert plan is not None and not alone, "every query of the workload should share"
         contexts = [replay.context(name) for name in names]
         shares = pane_shares(plan, {c.query.name: c.family.operator(c.query, c.recordings)
                                     for c in contexts})
-        shared_times, standalone_times = [], []
-        for r in range(args.rounds):  # alternating; each side prepares (makes) its runs
-            started = time.perf_counter()
+        rounds = itertools.count()
+
+        def shared_run() -> float:  # each side prepares (makes) fresh runs, timed
+            started, r = time.perf_counter(), next(rounds)
             shared.run([replay.prepare(n, run_id=f"{n}-shared-{r}") for n in names])
-            shared_times.append(time.perf_counter() - started)
-            started = time.perf_counter()
+            return time.perf_counter() - started
+
+        def standalone_runs() -> float:
+            started, r = time.perf_counter(), next(rounds)
             for name in names:
                 replay.run(replay.prepare(name, run_id=f"{name}-alone-{r}"))
-            standalone_times.append(time.perf_counter() - started)
-            print(f"round {r + 1}: shared run {shared_times[-1]:.2f} s, standalone runs "
-                  f"{standalone_times[-1]:.2f} s", flush=True)
-        shared_s, standalone_s = median(shared_times), median(standalone_times)
+            return time.perf_counter() - started
+
+        timed = medians({"shared": shared_run, "standalone": standalone_runs}, args.rounds,
+                        warmups=1)
+        shared_s, standalone_s = timed["shared"], timed["standalone"]
         frame = DeltaTable(warehouse.recording("vitals")).to_pandas(
             columns=["heart_rate", "spo2"])
     n = len(frame)
