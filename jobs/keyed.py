@@ -317,15 +317,14 @@ def _coded_state(state: pd.DataFrame, split: BucketSplit
 
 
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
-               seen: Sequence[int] | None = None,
                by_bucket: np.ndarray | None = None) -> pd.DataFrame:
     """The worker side: step one bucket of keys through the plan's batches (``events``: the
-    bucket's, or their :func:`split_bucket`). ``seen``: the bucket's events per batch when
-    ``events`` holds only those a shared scan kept for the operator (the others count as seen,
-    stepped past like events failing ``where:``). ``by_bucket``: ``events`` hold the keys of
+    bucket's, or their :func:`split_bucket`). ``by_bucket``: ``events`` hold the keys of
     every bucket, with ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch:
     the buckets step as one (the operators are key by key), each bucket with events in a batch
-    writing its own state file as it would alone (see :func:`execute_direct`)."""
+    writing its own state file as it would alone (see :func:`execute_direct`); in a shared job
+    the counts include the events the cluster's W dropped (they count as seen, stepped past
+    like events failing ``where:``)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
@@ -338,8 +337,7 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     schemas = plan.schemas
     for i, (batch, _, _) in enumerate(_steps(plan)):
         batch_good, batch_bad = good_of[i], split.bad_of[i]
-        seen_of = ({bucket: len(batch_good) + len(batch_bad) if seen is None else seen[i]}
-                   if by_bucket is None else
+        seen_of = ({bucket: len(batch_good) + len(batch_bad)} if by_bucket is None else
                    {int(b): int(by_bucket[i][b]) for b in np.flatnonzero(by_bucket[i])})
         if not sum(seen_of.values()):
             continue  # no event of this bucket in this batch: its state is unchanged

@@ -312,8 +312,8 @@ class SharedReplay:
         # the other parts' tasks still run
         tasks = parts(members, first.buckets)
         with ThreadPoolExecutor(len(tasks)) as pool:
-            done_parts = list(pool.map(run_part, tasks))
-        return {i.query: next(d[i.query] for d in done_parts if i.query in d) for i in infos}
+            reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
+        return {i.query: reports[i.query] for i in infos}
 
 
 def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
