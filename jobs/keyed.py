@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -295,6 +296,15 @@ def split_bucket(plan: StepPlan, events: pd.DataFrame) -> BucketSplit:
     return BucketSplit(_per_batch(good, ends), _per_batch(bad, ends), keys)
 
 
+def batch_buckets(plan: StepPlan, of: np.ndarray, seq: np.ndarray, buckets: int) -> np.ndarray:
+    """The events of each batch the plan steps (rows) in each bucket (columns), for
+    :func:`run_bucket`'s ``by_bucket``: ``of``: each event's bucket, ``seq``: its arrival
+    sequence, ascending (as the input files give it)."""
+    cuts = np.searchsorted(seq, [plan.batches[0][1], *(hi for _, _, hi in _steps(plan))])
+    return np.array([np.bincount(of[a:b], minlength=buckets) for a, b in pairwise(cuts)],
+                    "int64").reshape(-1, buckets)
+
+
 def _coded_state(state: pd.DataFrame, split: BucketSplit
                  ) -> tuple[pd.DataFrame, list[pd.DataFrame], KeyValues]:
     """``state`` with its keys as codes of the split's key values, the split's events and those
@@ -524,10 +534,9 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     """
     if spark is None:  # the input read once; the buckets step as one (key by key, alike)
         ranged = range_events(plan, files, buckets)
-        of = np.concatenate([np.empty(0, "int64"), *(of for _, _, of in ranged)])
-        seq = np.concatenate([np.empty(0, "int64"), *(seq for _, seq, _ in ranged)])
-        by_bucket = np.array([np.bincount(of[(seq >= lo) & (seq < hi)], minlength=buckets)
-                              for _, lo, hi in _steps(plan)], "int64").reshape(-1, buckets)
+        by_bucket = batch_buckets(
+            plan, np.concatenate([np.empty(0, "int64"), *(of for _, _, of in ranged)]),
+            np.concatenate([np.empty(0, "int64"), *(seq for _, seq, _ in ranged)]), buckets)
         events = bucket_events(plan, files, None, buckets, ranged)
         return collect_files(plan, run_bucket(plan, 0, events, by_bucket=by_bucket
                                               ).to_dict("records"))

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +40,7 @@ from .arrival import overlapping
 from .keyed import (
     BucketSplit,
     StepPlan,
+    batch_buckets,
     collect_files,
     key_buckets,
     no_events,
@@ -105,9 +105,9 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     writes its own state file, as its own task would: :func:`~jobs.keyed.run_bucket`)."""
     first = members[0].plan
     lo, hi = first.batches[0][1], first.batches[-1][2]
-    steps = first.batches[:-1] if first.finish else first.batches
     if not files:
-        idle = np.zeros((len(steps), buckets), "int64")
+        none = np.empty(0, "int64")
+        idle = batch_buckets(first, none, none, buckets)
         return _concat([run_bucket(m.plan, 0, no_events(m.plan), by_bucket=idle)
                         .assign(**{QUERY: m.name}) for m in members])
     for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
@@ -116,13 +116,9 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     parts = read_range(files, first.recording_columns, keys, lo, hi)
     table = pa.concat_tables([t for t, _ in parts])
     seq = np.concatenate([s for _, s in parts])
-    cuts = np.searchsorted(seq, np.r_[lo, [b_hi for _, _, b_hi in steps]], side="left")
-    by_bucket = {}  # key -> events per batch (rows) and bucket (columns), W or not
-    for key in keys:
-        of = key_buckets(table.column(key), buckets)
-        by_bucket[key] = np.array([np.bincount(of[a:b], minlength=buckets)
-                                   for a, b in pairwise(cuts)],
-                                  "int64").reshape(-1, buckets)
+    # key -> events per batch and bucket, W or not
+    by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets), seq, buckets)
+                 for key in keys}
     for column in {m.plan.time_column for m in members}:
         table = table.append_column(f"{TIME}:{column}", table.column(column).cast(
             pa.timestamp("us")).cast(pa.int64()))
