@@ -113,6 +113,14 @@ def _relative(path: str, root: str) -> str:
     return path if "://" in path else os.path.relpath(path, root)
 
 
+def _commit_info(operation: str, parameters: dict[str, str],
+                 metadata: Mapping[str, str] | None, now_ms: int) -> dict:
+    """A log entry's ``commitInfo`` action, as delta-rs writes it, with the commit metadata."""
+    return {"commitInfo": {"timestamp": now_ms, "operation": operation,
+                           "operationParameters": parameters, "engineInfo": "reprise",
+                           **dict(metadata or {})}}
+
+
 def _changes(paths: Sequence[str], files: Sequence[StagedFile], removed: Sequence[str],
              txn: Txn | None, now_ms: int) -> list[dict]:
     """The actions of a log entry that adds ``files`` (at ``paths``, relative), removes
@@ -466,10 +474,8 @@ class DeltaRsStorage(DeltaStorage):
             return None
         version = head.version + 1
         now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
-        info = {"timestamp": now_ms, "operation": "WRITE",
-                "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-                "engineInfo": "reprise", **dict(metadata or {})}
-        lines = [{"commitInfo": info}, *_changes(paths, files, removed, txn, now_ms)]
+        info = _commit_info("WRITE", {"mode": "Append", "partitionBy": "[]"}, metadata, now_ms)
+        lines = [info, *_changes(paths, files, removed, txn, now_ms)]
         if not _create(f"{root}/_delta_log/{version:020d}.json", _entry(lines)):
             return None  # another writer took the version: delta-rs sorts it out
         txns = {**head.txns, txn.app_id: txn.version} if txn is not None else head.txns
@@ -493,12 +499,10 @@ class DeltaRsStorage(DeltaStorage):
         meta = {"id": str(uuid.uuid4()), "name": None, "description": None,
                 "format": {"provider": "parquet", "options": {}}, "schemaString": made,
                 "partitionColumns": [], "createdTime": now_ms, "configuration": {}}
-        info = {"timestamp": now_ms, "operation": "CREATE TABLE",
-                "operationParameters": {"metadata": _compact(meta), "mode": "ErrorIfExists",
-                                        "location": f"file://{root}/",
-                                        "protocol": _compact(protocol)},
-                "engineInfo": "reprise", **dict(metadata or {})}
-        lines = [{"commitInfo": info}, {"protocol": protocol}, {"metaData": meta},
+        info = _commit_info("CREATE TABLE", {
+            "metadata": _compact(meta), "mode": "ErrorIfExists", "location": f"file://{root}/",
+            "protocol": _compact(protocol)}, metadata, now_ms)
+        lines = [info, {"protocol": protocol}, {"metaData": meta},
                  *_changes(paths, files, [], txn, now_ms)]
         os.makedirs(os.path.dirname(first), exist_ok=True)
         if not _create(first, _entry(lines)):
