@@ -191,7 +191,7 @@ class QreOperator(KeyedOperator):
         events = np.concatenate([part.events for part in done])
         values = np.concatenate([part.values for part in done])
         texts = np.concatenate([part.texts for part in done])
-        if (np.diff(events) < 0).any():  # several parts (kernel calls, interpreted runs)
+        if not in_order([events]):  # several parts (kernel calls, interpreted runs)
             order = np.argsort(events, kind="stable")
             events, values, texts = events[order], values[order], texts[order]
         run = np.searchsorted(runs.bounds, events, side="right") - 1

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
 from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
+from ..ordering import in_order
 from .spec import ARRIVAL, SelectSpec
 
 
@@ -38,7 +39,7 @@ class SelectOperator(KeyedOperator):
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         seq = batch[SEQ].to_numpy(dtype="int64")
         # a batch usually comes in arrival order: then it is taken as is
-        order = np.argsort(seq, kind="stable") if np.any(seq[1:] < seq[:-1]) else None
+        order = None if in_order([seq]) else np.argsort(seq, kind="stable")
         output = {c: _values(batch[c], order) for c in self.spec.columns}
         output[ARRIVAL] = seq if order is None else seq[order]
         return StepResult(state, pd.DataFrame(output), batch.iloc[:0].assign(**{REASON: ""}))

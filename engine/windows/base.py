@@ -108,4 +108,3 @@ class WindowOperator(KeyedOperator):
 
     def _empty_output(self) -> pd.DataFrame:
         return pd.DataFrame({name: np.zeros(0, dtype=object) for name in self.output_schema.names})
-
