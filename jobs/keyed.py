@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from engine.operator import REASON, SEQ, TIME, KeyedOperator, column_to_arrow, exact_pandas
+from engine.ordering import in_order
 
 from .derived import WorkerDerive
 from .storage import StagedFile, file_stats
@@ -224,7 +225,7 @@ def _quarantine(events: pd.DataFrame, plan: StepPlan) -> tuple[pd.DataFrame, pd.
 def _per_batch(events: pd.DataFrame, ends: np.ndarray) -> list[pd.DataFrame]:
     """``events`` cut into the plan's batches (``ends``: each batch's end of arrival range)."""
     seq = events[SEQ].to_numpy(dtype="int64")
-    if np.any(seq[1:] < seq[:-1]):  # the Spark exchange delivers rows in any order
+    if not in_order([seq]):  # the Spark exchange delivers rows in any order
         order = np.argsort(seq, kind="stable")
         events, seq = events.iloc[order], seq[order]
     bounds = np.searchsorted(seq, ends, side="left")
