@@ -112,11 +112,6 @@ class KeyValues:
         codes = frame[self.key].to_numpy(dtype="int64")
         return frame.assign(**{self.key: self.values.take(codes)})
 
-    def to_arrow(self, frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-        """``frame`` (keys as codes) as a table of ``schema`` (keys as values), the key column
-        taken from the values in Arrow (no Python object per row)."""
-        return arrow_table(frame, schema, self)
-
     def column(self, codes: pd.Series, type_: pa.DataType) -> pa.Array:
         """The key values of ``codes`` as ``type_``."""
         return self._arrow.take(pa.array(codes.to_numpy(dtype="int64"))).cast(type_)

@@ -16,7 +16,7 @@ from engine.operator import SEQ, TIME, column_to_arrow
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
-from jobs.keyed import BucketSplit, KeyValues, _coded_state, key_codes
+from jobs.keyed import BucketSplit, KeyValues, _coded_state, arrow_table, key_codes
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
@@ -31,7 +31,7 @@ def test_codes_sort_like_the_values_and_map_back(state_keys, event_keys, categor
     assert keys.decode(state)["k"].tolist() == state_keys
     assert keys.decode(events)["k"].tolist() == event_keys
     schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
-    assert keys.to_arrow(events, schema).column("k").to_pylist() == event_keys
+    assert arrow_table(events, schema, keys).column("k").to_pylist() == event_keys
     pairs = list(zip([*state_keys, *event_keys], [*state["k"], *events["k"]], strict=True))
     for (a, ca), (b, cb) in combinations(pairs, 2):
         assert (a < b) == (ca < cb) and (a == b) == (ca == cb)
