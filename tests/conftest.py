@@ -33,6 +33,19 @@ def pytest_unconfigure(config):
         exit_now(status)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_directories_under_pytests(tmp_path_factory):
+    """Directories the tests make with ``tempfile`` (one per hypothesis example, which pytest's
+    function-scoped ``tmp_path`` cannot give) go under this session's pytest directory, which
+    pytest prunes (it keeps the last three sessions'), not into the system's, where each suite
+    run used to leave a few hundred."""
+    import tempfile
+
+    previous, tempfile.tempdir = tempfile.tempdir, str(tmp_path_factory.mktemp("tempfile"))
+    yield
+    tempfile.tempdir = previous
+
+
 @pytest.fixture(scope="session")
 def spark():
     from jobs.spark import get_spark
