@@ -54,6 +54,24 @@ def bench(master: str = "local[2]") -> Iterator[Bench]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def creation_latency(root: Path, files: int = 200) -> float:
+    """Microseconds to create one small file (each in a directory of ten, made too) under
+    ``root``, the median of three tries. A replay creates a file per query, table and batch, so
+    figures that compare replays depend on it; on one disk it varied from 20 to 1,000 µs over
+    minutes (README, Shared replays)."""
+    tries = []
+    for _ in range(3):
+        scratch = Path(tempfile.mkdtemp(dir=root))
+        started = time.perf_counter()
+        for i in range(files):
+            if i % 10 == 0:
+                (scratch / str(i)).mkdir()
+            (scratch / str(i - i % 10) / f"{i}.parquet").write_bytes(b"x" * 4096)
+        tries.append((time.perf_counter() - started) / (files + files // 10) * 1e6)
+        shutil.rmtree(scratch)
+    return statistics.median(tries)
+
+
 def medians(works: dict[str, Callable[[], float]], rounds: int, warmups: int = 2
             ) -> dict[str, float]:
     """Median seconds of each work (a callable that returns the seconds it measured) over
