@@ -3,9 +3,10 @@
 Keys are hashed into a fixed number of buckets. The events of a group of consecutive batches reach
 their bucket either by Spark's shuffle (:func:`execute_step`) or by each bucket's task reading the
 input files itself (:func:`execute_direct`), and each bucket runs in a Python worker that reads the
-bucket's current state file (state is stored one file per bucket), steps the engine through the
-group's batches in order, and writes each batch's output, late, quarantine and new state rows as
-Parquet files straight into the run's tables. Workers return only file descriptions: the driver
+bucket's current state (its own file, or its rows of a file of every bucket: see
+:func:`run_bucket`), steps the engine through the group's batches in order, and writes each
+batch's output, late, quarantine and new state rows as Parquet files straight into the run's
+tables. Workers return only file descriptions: the driver
 never collects rows; it commits the listed files to Delta, batch by batch. A bucket without events
 in a batch keeps its state file. One Spark job per group of batches (so its fixed cost is shared),
 one set of commits per batch. Operators that use key values only to group and order rows (window
@@ -44,7 +45,7 @@ _FILES_ARROW = pa.schema([(c, pa.string() if c in ("kind", "path", "stats") else
                           for c in _COLUMNS])
 #: Tables a step writes; each worker also reports an ``input`` row (rows it saw).
 KINDS = ("output", "late", "quarantine", "state")
-_BUCKET_FILE = re.compile(r"part-b(\d+)-")
+_BUCKET_FILE = re.compile(r"part-b(\d+|all)-")
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ class StepPlan:
     schemas: dict[str, pa.Schema]  # kind -> Arrow schema of its table
     recording_columns: tuple[str, ...]
     time_column: str
-    state_files: dict[int, list[str]] = field(default_factory=dict)  # bucket -> state files
+    # bucket -> its state files (a file of every bucket is in each bucket's list)
+    state_files: dict[int, list[str]] = field(default_factory=dict)
+    buckets: int = 1  # the run's buckets
     finish: bool = False  # the last of ``batches`` is the end-of-input flush
     kernel_dir: str | None = None  # QRE kernel cache of the workers (``REPRISE_KERNEL_DIR``)
     derive: WorkerDerive | None = None  # derived columns computed by the workers (direct)
@@ -72,12 +75,13 @@ class StepFiles:
     rows_seen: int
 
 
-def bucket_of_file(path: str) -> int:
-    """The bucket a state file belongs to (encoded in its name by :func:`_write`)."""
+def bucket_of_file(path: str) -> int | None:
+    """The bucket a state file belongs to (encoded in its name by :func:`_write`); None for a
+    file holding the state of every bucket (written where the buckets step as one)."""
     m = _BUCKET_FILE.search(path.rsplit("/", 1)[-1])
     if not m:
         raise ValueError(f"state file {path} does not carry a bucket number")
-    return int(m.group(1))
+    return None if m.group(1) == "all" else int(m.group(1))
 
 
 def bucketed(df: DataFrame, key: str, buckets: int) -> DataFrame:
@@ -116,18 +120,6 @@ class KeyValues:
         """The key values of ``codes`` as ``type_``."""
         return self._arrow.take(pa.array(codes.to_numpy(dtype="int64"))).cast(type_)
 
-    def buckets(self, count: int, type_: pa.DataType) -> np.ndarray:
-        """The bucket of each code's key value (as ``type_``) among ``count``
-        (:func:`key_buckets`; each value hashed once per worker)."""
-        known = self._buckets.get((count, type_))
-        if known is None:
-            known = key_buckets(pa.chunked_array([self._arrow.cast(type_)]), count)
-            self._buckets[(count, type_)] = known
-        return known
-
-    @cached_property
-    def _buckets(self) -> dict[tuple[int, pa.DataType], np.ndarray]:
-        return {}
 
 
 def arrow_table(frame: pd.DataFrame, schema: pa.Schema, keys: KeyValues | None = None,
@@ -164,15 +156,16 @@ def output_table(frame: pd.DataFrame, schema: pa.Schema, batch: int,
     return table.add_column(i, schema.field(i), pa.array(np.full(len(frame), batch, "int64")))
 
 
-def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket: int
+def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket: int | None
            ) -> dict | None:
-    """Write ``table`` (None: nothing) as the bucket's Parquet file of ``kind`` for ``batch``;
-    returns its file row."""
+    """Write ``table`` (None: nothing) as the bucket's Parquet file of ``kind`` for ``batch``
+    (``bucket`` None: a state file of every bucket); returns its file row."""
     if table is None:
         return None
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
-    path = f"{plan.dirs[kind]}/part-b{bucket:05d}-n{batch:06d}-a{attempt}.parquet"
+    of = "all" if bucket is None else f"{bucket:05d}"
+    path = f"{plan.dirs[kind]}/part-b{of}-n{batch:06d}-a{attempt}.parquet"
     # dictionary pages only for text: on numbers they cost more time than they save space;
     # integers and times delta-packed (on a 97,000-row select output: a quarter less time and
     # half the bytes of plain pages)
@@ -186,7 +179,8 @@ def _write(plan: StepPlan, batch: int, kind: str, table: pa.Table | None, bucket
     data = sink.getvalue()
     _write_file(path, data)
     rows, stats = file_stats(path, footer[0])
-    return {"batch": batch, "kind": kind, "bucket": bucket, "path": path, "size": data.size,
+    return {"batch": batch, "kind": kind, "bucket": -1 if bucket is None else bucket,
+            "path": path, "size": data.size,
             "rows": rows, "stats": stats}
 
 
@@ -231,10 +225,20 @@ def _load_state(plan: StepPlan, bucket: int | None) -> pd.DataFrame:
     """The state of ``bucket`` (None: of every bucket) before the plan's batches."""
     codec = plan.op.state_codec
     files = (plan.state_files.get(bucket, []) if bucket is not None
-             else [f for b in sorted(plan.state_files) for f in plan.state_files[b]])
+             else list(dict.fromkeys(f for b in sorted(plan.state_files)
+                                     for f in plan.state_files[b])))
     if not files:
         return plan.op.init()
-    return codec.decode(pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files))
+    table = pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files)
+    if bucket is not None and _of_every_bucket(plan, bucket):  # this bucket's rows of it
+        table = table.filter(pa.array(
+            key_buckets(table.column(plan.op.key), plan.buckets) == bucket))
+    return codec.decode(table)
+
+
+def _of_every_bucket(plan: StepPlan, bucket: int) -> bool:
+    """Whether the bucket's state is in a file of every bucket (it is then the only file)."""
+    return any(bucket_of_file(f) is None for f in plan.state_files.get(bucket, []))
 
 
 def _seen(batch: int, bucket: int, rows: int) -> dict:
@@ -327,10 +331,12 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     """The worker side: step one bucket of keys through the plan's batches (``events``: the
     bucket's, or their :func:`split_bucket`). ``by_bucket``: ``events`` hold the keys of
     every bucket, with ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch:
-    the buckets step as one (the operators are key by key), each bucket with events in a batch
-    writing its own state file as it would alone (see :func:`execute_direct`); in a shared job
-    the counts include the events the cluster's W dropped (they count as seen, stepped past
-    like events failing ``where:``)."""
+    the buckets step as one (the operators are key by key), and a batch with events writes one
+    state file of every bucket (see :func:`execute_direct`); in a shared job the counts include
+    the events the cluster's W dropped (they count as seen, stepped past like events failing
+    ``where:``). A bucket stepped alone whose state is in a file of every bucket writes its
+    own part of it in every batch, events or not, so that each batch's commit covers every
+    bucket and drops that file (the first commits may be an earlier attempt's, found done)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
@@ -341,12 +347,17 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     if keys is not None:
         state, good_of, keys = _coded_state(state, split)
     schemas = plan.schemas
+    # a bucket's part of a file of every bucket becomes a file of its own
+    own = by_bucket is None and _of_every_bucket(plan, bucket)
     for i, (batch, _, _) in enumerate(_steps(plan)):
         batch_good, batch_bad = good_of[i], split.bad_of[i]
         seen_of = ({bucket: len(batch_good) + len(batch_bad)} if by_bucket is None else
-                   {int(b): int(by_bucket[i][b]) for b in np.flatnonzero(by_bucket[i])})
-        if not sum(seen_of.values()):
-            continue  # no event of this bucket in this batch: its state is unchanged
+                   {b: int(n) for b, n in enumerate(by_bucket[i])})
+        if not sum(seen_of.values()):  # no event of this bucket in this batch: same state
+            if own:
+                rows += [_seen(batch, bucket, 0), _write(plan, batch, "state", None if state.empty
+                         else arrow_table(state, schemas["state"], keys), bucket)]
+            continue
         result = op.step(state, batch_good)
         state = result.state
         rejected = keys.decode(result.rejected) if keys else result.rejected
@@ -360,15 +371,7 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
                                                           schemas["quarantine"]), bucket),
         ]
         table = None if state.empty else arrow_table(state, schemas["state"], keys)
-        if by_bucket is None:
-            rows.append(_write(plan, batch, "state", table, bucket))
-            continue
-        of = None if table is None else _state_buckets(table, state, op.key, keys,
-                                                       by_bucket.shape[1])
-        for b in seen_of:  # each bucket's state file, as its own task writes it
-            part = None if of is None else table.filter(pa.array(of == b))
-            rows.append(_write(plan, batch, "state",
-                               part if part is not None and part.num_rows else None, b))
+        rows.append(_write(plan, batch, "state", table, bucket if by_bucket is None else None))
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
         rows += [_seen(batch, b, 0) for b in ([bucket] if by_bucket is None
@@ -376,15 +379,6 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
         rows.append(_write(plan, batch, "output", output_table(
             op.finish(state), schemas["output"], batch, keys), bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
-
-
-def _state_buckets(table: pa.Table, state: pd.DataFrame, key: str, keys: KeyValues | None,
-                   count: int) -> np.ndarray:
-    """The bucket of each row of ``state`` (``table``: as stored, keys as values)."""
-    if keys is None:
-        return key_buckets(table.column(key), count)
-    return keys.buckets(count, table.schema.field(key).type).take(
-        state[key].to_numpy(dtype="int64"))
 
 
 def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, StepFiles]:
@@ -524,9 +518,8 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     ``spark`` None: the buckets run in this process, without a Spark job (for a few events, e.g.
     a small replay or a continuation's new commits, the job's fixed cost would dominate), and
     as one: the input files are read once, the operator (key by key) steps every bucket's keys
-    at once, and each bucket with events in a batch writes its own state file, with the rows its
-    task would write (a later Spark job reads them per bucket); output, late and quarantined
-    rows go to one file per batch and table.
+    at once; each batch writes one file per table, state included (a file of every bucket,
+    which a later Spark job's tasks read per bucket).
     """
     if spark is None:  # the input read once; the buckets step as one (key by key, alike)
         ranged = range_events(plan, files, buckets)

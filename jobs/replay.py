@@ -304,12 +304,15 @@ class Replay:
         live = (self.storage.live_files(tables["state"], state_version)
                 if state_version is not None else [])
         state_files: dict[int, list[str]] = {}
-        for f in live:
-            state_files.setdefault(bucket_of_file(f.path), []).append(f.path)
+        for f in live:  # (a file of every bucket is each bucket's)
+            of = bucket_of_file(f.path)
+            for bucket in range(info.buckets) if of is None else [of]:
+                state_files.setdefault(bucket, []).append(f.path)
         bounds = self.bounds(info, group)
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group),
                         dirs=dirs, schemas=schemas, recording_columns=tuple(ctx.recording.columns),
                         time_column=ctx.time_column, state_files=state_files,
+                        buckets=info.buckets,
                         finish=group[-1] == info.batches,
                         kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
                         derive=derive)
@@ -461,18 +464,22 @@ class Replay:
     def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
                        steps: dict[int, StepFiles], live: list[LiveFile]
                        ) -> dict[int, tuple[int, int, int]]:
-        """Commit the state files of ``batches`` in order, each replacing its buckets' files:
-        (version, rows, bytes) of the state after each batch."""
+        """Commit the state files of ``batches`` in order, each replacing its buckets' files (a
+        file of every bucket once every bucket has stepped past it): (version, rows, bytes) of
+        the state after each batch."""
         after = {}
         for batch in batches:
             step = steps[batch]
-            replaced = [f.path for f in live if bucket_of_file(f.path) in step.buckets]
+            every = step.buckets >= set(range(info.buckets))
+            replaced = [f.path for f in live
+                        if bucket_of_file(f.path) in step.buckets
+                        or (every and bucket_of_file(f.path) is None)]
             version, skipped = self._commit(path, step.staged["state"], schema,
                                             info.txn("state", batch),
                                             _meta(info, batch), remove=replaced)
             live = (self.storage.live_files(path, version) if skipped
                     # an earlier attempt committed this batch's state files: ask the table
-                    else [f for f in live if bucket_of_file(f.path) not in step.buckets]
+                    else [f for f in live if f.path not in replaced]
                     + [LiveFile(f.path, f.size, f.num_records) for f in step.staged["state"]])
             after[batch] = (version, sum(f.rows for f in live), sum(f.size for f in live))
         return after

@@ -101,8 +101,8 @@ def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[s
 def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.DataFrame:
     """The worker side of a shared job, for its part of the members (:func:`parts`): read the
     range once, apply each cluster's W once, and step each member's operator over the keys of
-    every bucket as one (the operators work key by key; each bucket with events in a batch
-    writes its own state file, as its own task would: :func:`~jobs.keyed.run_bucket`)."""
+    every bucket as one (the operators work key by key; each batch writes one state file of
+    every bucket: :func:`~jobs.keyed.run_bucket`)."""
     first = members[0].plan
     lo, hi = first.batches[0][1], first.batches[-1][2]
     if not files:

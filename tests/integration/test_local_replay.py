@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-import pyarrow.parquet as pq
+import pyarrow as pa
 import pytest
 from test_replay import make_replay, output_rows
 
-from jobs.keyed import bucket_of_file
+from jobs.keyed import bucket_of_file, key_buckets
 from jobs.lazy_spark import LazySpark
 from jobs.replay import Replay
 from jobs.settings import Settings
@@ -16,10 +16,10 @@ from jobs.storage.delta_rs import DeltaRsStorage
 from jobs.validate import validate_run
 
 
-def runners(spark, storage) -> tuple[Replay, Replay, LazySpark]:
+def runners(spark, storage, n: int = 200) -> tuple[Replay, Replay, LazySpark]:
     """A small replay's runner on the session, one that replays it without Spark (in the
     driver), and that one's session, started only if something asks for it."""
-    replay = make_replay(spark, storage, n=200, commits=3, seed=8)
+    replay = make_replay(spark, storage, n=n, commits=3, seed=8)
     lazy = LazySpark(Settings(spark_master="local[2]"))
     local = dataclasses.replace(replay, spark=lazy, storage=DeltaRsStorage(lazy),
                                 settings=Settings(local_events=1000))
@@ -38,22 +38,72 @@ def test_small_replay_runs_without_spark_and_equals_the_spark_run(spark, storage
     assert outputs[0] == outputs[1] and outputs[0]
 
 
+def bucket_rows(replay: Replay, query: str, run_id: str, version: int, buckets: int
+                ) -> dict[int, list[str]]:
+    """The rows of the run's state table at ``version``, by the bucket of their key."""
+    table = replay.storage.read_arrow(replay.warehouse.run_table(run_id, "state"),
+                                      version=version)
+    of = key_buckets(table.column(replay.context(query).operator.key), buckets)
+    return {b: sorted(map(repr, table.filter(pa.array(of == b)).to_pylist()))
+            for b in range(buckets) if (of == b).any()}
+
+
 @pytest.mark.parametrize("query", ["ev_q", "ev_w", "ev_s"])
-def test_a_driver_run_writes_each_buckets_state_as_its_spark_task_does(spark, storage, query):
-    """In the driver the buckets step as one; after every batch each bucket's state file holds
-    the rows its own Spark task writes (a later Spark job of the run reads them per bucket)."""
+def test_a_driver_run_writes_one_state_file_a_batch_with_the_rows_of_the_spark_tasks(
+        spark, storage, query):
+    """In the driver the buckets step as one and each batch writes one state file of every
+    bucket; its rows are those the Spark tasks of the buckets write, each its own file."""
     replay, local, lazy = runners(spark, storage)
-    states = []
+    states, files = [], []
     for name, runner in (("local", local), ("spark", replay)):
         info = runner.prepare(query, plan="rows:30", run_id=f"state-{query}-{name}")
         path = replay.warehouse.run_table(info.run_id, "state")
-        by_batch = {}
-        for row in runner.run(info).to_pylist()[:-1]:  # (the flush commits no state)
-            files = replay.storage.live_files(path, row["state_version"])
-            by_batch[row["batch"]] = {
-                bucket_of_file(f.path): sorted(map(repr, pq.read_table(f.path).to_pylist()))
-                for f in files}
-        states.append(by_batch)
+        manifest = runner.run(info).to_pylist()[:-1]  # (the flush commits no state)
+        files.append([sorted(bucket_of_file(f.path) for f in replay.storage.live_files(
+            path, row["state_version"])) for row in manifest])
+        states.append([bucket_rows(replay, query, info.run_id, row["state_version"],
+                                   info.buckets) for row in manifest])
     assert not lazy.started
-    assert len(states[1]) == 7 and all(len(files) == 2 for files in states[1].values())
+    assert len(files[0]) == 7 and all(live == [None] for live in files[0])
+    assert all(live == [0, 1] for live in files[1])
     assert states[0] == states[1]
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("query", ["ev_q", "ev_w", "ev_s"])
+def test_spark_tasks_go_on_from_a_state_file_of_every_bucket(spark, storage, query):
+    """A run whose first jobs ran in the driver (state files of every bucket; the second job
+    stopped before its manifest commit) goes on in Spark tasks, one per bucket: each bucket
+    reads its part of that file and writes a file of its own in each batch of the job (one
+    event a batch: one bucket has none), and the first commit that is not the earlier
+    attempt's drops the file of every bucket; the run then equals a run made in Spark from the
+    start, batch for batch."""
+    replay, local, _ = runners(spark, storage, n=40)
+
+    def stop_at_second_job(run_id: str, group: list[int]) -> None:
+        if group[0] > 0:
+            raise Stop
+
+    mixed = dataclasses.replace(local, batches_per_job=2, before_manifest=stop_at_second_job)
+    info = mixed.prepare(query, plan="rows:1", run_id=f"mixed-{query}")
+    with pytest.raises(Stop):
+        mixed.run(info)
+    path = replay.warehouse.run_table(info.run_id, "state")
+    assert [bucket_of_file(f.path) for f in replay.storage.live_files(path)] == [None]
+    manifests = [replay.run(info).to_pylist()]  # (its first job: batches 2 to the end)
+    straight = replay.prepare(query, plan="rows:1", run_id=f"straight-{query}")
+    manifests.append(replay.run(straight).to_pylist())
+    assert output_rows(replay, info.run_id) == output_rows(replay, straight.run_id)
+    for kind in ("late", "quarantine"):
+        assert (replay.storage.read_arrow(replay.warehouse.run_table(info.run_id, kind))
+                .num_rows == replay.storage.read_arrow(
+                    replay.warehouse.run_table(straight.run_id, kind)).num_rows)
+    states = [[bucket_rows(replay, query, run, row["state_version"], info.buckets)
+               for row in rows[:-1]] for run, rows in zip((info.run_id, straight.run_id),
+                                                          manifests, strict=True)]
+    assert states[0] == states[1]
+    assert sorted(bucket_of_file(f.path) for f in replay.storage.live_files(path)) == [0, 1]
+    assert validate_run(replay, replay.catalog, info.run_id).ok
