@@ -64,15 +64,21 @@ class StepPlan:
     finish: bool = False  # the last of ``batches`` is the end-of-input flush
     kernel_dir: str | None = None  # QRE kernel cache of the workers (``REPRISE_KERNEL_DIR``)
     derive: WorkerDerive | None = None  # derived columns computed by the workers (direct)
+    # late/quarantine -> the last batch whose events of that kind the table holds already (an
+    # earlier attempt committed them): the workers count those batches' events, write none
+    events_done: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class StepFiles:
-    """What the workers of one batch wrote, and which buckets they stepped."""
+    """What the workers of one batch wrote, and which buckets they stepped. The late and
+    quarantined events of a job's batches are written together, as files of its last stepped
+    batch; ``events`` counts each batch's own (``late``, ``quarantine``)."""
 
     staged: dict[str, list[StagedFile]]
     buckets: set[int]
     rows_seen: int
+    events: dict[str, int]
 
 
 def bucket_of_file(path: str) -> int | None:
@@ -241,9 +247,10 @@ def _of_every_bucket(plan: StepPlan, bucket: int) -> bool:
     return any(bucket_of_file(f) is None for f in plan.state_files.get(bucket, []))
 
 
-def _seen(batch: int, bucket: int, rows: int) -> dict:
-    """The ``input`` row a worker reports: how many events of the batch it stepped."""
-    return {"batch": batch, "kind": "input", "bucket": bucket, "path": "", "size": 0,
+def _count(batch: int, kind: str, bucket: int, rows: int) -> dict:
+    """A row without a file a worker reports: how many events of the batch it stepped
+    (``input``), or found late or quarantined (``late``, ``quarantine``)."""
+    return {"batch": batch, "kind": kind, "bucket": bucket, "path": "", "size": 0,
             "rows": rows, "stats": ""}
 
 
@@ -347,35 +354,40 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     if keys is not None:
         state, good_of, keys = _coded_state(state, split)
     schemas = plan.schemas
-    # a bucket's part of a file of every bucket becomes a file of its own
     own = by_bucket is None and _of_every_bucket(plan, bucket)
+    pending: dict[str, list[pd.DataFrame]] = {"late": [], "quarantine": []}  # to be written
     for i, (batch, _, _) in enumerate(_steps(plan)):
         batch_good, batch_bad = good_of[i], split.bad_of[i]
         seen_of = ({bucket: len(batch_good) + len(batch_bad)} if by_bucket is None else
                    {b: int(n) for b, n in enumerate(by_bucket[i])})
         if not sum(seen_of.values()):  # no event of this bucket in this batch: same state
             if own:
-                rows += [_seen(batch, bucket, 0), _write(plan, batch, "state", None if state.empty
-                         else arrow_table(state, schemas["state"], keys), bucket)]
+                rows += [_count(batch, "input", bucket, 0), _write(
+                    plan, batch, "state",
+                    None if state.empty else arrow_table(state, schemas["state"], keys), bucket)]
             continue
         result = op.step(state, batch_good)
         state = result.state
         rejected = keys.decode(result.rejected) if keys else result.rejected
-        rows += [_seen(batch, b, n) for b, n in seen_of.items()]
-        rows += [
-            _write(plan, batch, "output", output_table(result.output, schemas["output"], batch,
-                                                       keys), bucket),
-            _write(plan, batch, "late", event_table([result.late], schemas["late"], keys),
-                   bucket),
-            _write(plan, batch, "quarantine", event_table([batch_bad, rejected],
-                                                          schemas["quarantine"]), bucket),
-        ]
+        rows += [_count(batch, "input", b, n) for b, n in seen_of.items()]
+        rows.append(_write(plan, batch, "output", output_table(
+            result.output, schemas["output"], batch, keys), bucket))
+        for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
+            rows.append(_count(batch, kind, bucket, sum(len(f) for f in found)))
+            if batch > plan.events_done.get(kind, -1):
+                pending[kind] += found
         table = None if state.empty else arrow_table(state, schemas["state"], keys)
         rows.append(_write(plan, batch, "state", table, bucket if by_bucket is None else None))
+    if _steps(plan):  # the job's late and quarantined events: one file each
+        last = _steps(plan)[-1][0]
+        rows += [_write(plan, last, "late", event_table(pending["late"], schemas["late"], keys),
+                        bucket),
+                 _write(plan, last, "quarantine", event_table(pending["quarantine"],
+                                                              schemas["quarantine"]), bucket)]
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
-        rows += [_seen(batch, b, 0) for b in ([bucket] if by_bucket is None
-                                               else range(by_bucket.shape[1]))]
+        rows += [_count(batch, "input", b, 0) for b in ([bucket] if by_bucket is None
+                                                        else range(by_bucket.shape[1]))]
         rows.append(_write(plan, batch, "output", output_table(
             op.finish(state), schemas["output"], batch, keys), bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
@@ -562,14 +574,17 @@ def collect_files(plan: StepPlan, rows: list) -> dict[int, StepFiles]:
     out = {}
     for batch, _, _ in plan.batches:
         staged: dict[str, list[StagedFile]] = {kind: [] for kind in KINDS}
-        seen, buckets = 0, set()
+        counted = {"input": 0, "late": 0, "quarantine": 0}
+        buckets = set()
         mine = (r for r in rows if r["batch"] == batch)
         for r in sorted(mine, key=lambda r: (r["kind"], r["path"])):
-            if r["kind"] == "input":
-                seen += r["rows"]
-                buckets.add(int(r["bucket"]))
+            if not r["path"]:
+                counted[r["kind"]] += r["rows"]
+                if r["kind"] == "input":
+                    buckets.add(int(r["bucket"]))
             else:
                 staged[r["kind"]].append(StagedFile(path=r["path"], size=r["size"],
                                                     num_records=r["rows"], stats=r["stats"]))
-        out[batch] = StepFiles(staged=staged, buckets=buckets, rows_seen=seen)
+        out[batch] = StepFiles(staged=staged, buckets=buckets, rows_seen=counted.pop("input"),
+                               events=counted)
     return out

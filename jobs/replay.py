@@ -315,8 +315,23 @@ class Replay:
                         buckets=info.buckets,
                         finish=group[-1] == info.batches,
                         kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
-                        derive=derive)
+                        derive=derive, events_done=self._events_done(info, tables, group))
         return plan, live
+
+    def _events_done(self, info: RunInfo, tables: dict[str, str], group: list[int]
+                     ) -> dict[str, int]:
+        """Late, quarantine -> the last batch of ``group`` whose events of that kind the table
+        holds already (an earlier attempt of the run committed them, with other job sizes)."""
+        done = {}
+        for kind in ("late", "quarantine"):
+            if not self.storage.exists(tables[kind]):
+                continue
+            version = self.storage.txn_version(tables[kind], info.txn(kind, group[-1]).app_id)
+            held = [b for b in group if version is not None and info.txn(kind, b).version
+                    <= version]
+            if held:
+                done[kind] = held[-1]
+        return done
 
     @staticmethod
     def bounds(info: RunInfo, group: list[int]) -> dict[int, tuple[int, int]]:
@@ -361,7 +376,7 @@ class Replay:
         group's manifest rows, which mark its batches done: (reports, last state version).
         ``removals``: output files the first batch's output commit removes."""
         tables = self.tables(info)
-        reports, rows, state_version = self._commit_group(info, tables, plan.schemas, group,
+        reports, rows, state_version = self._commit_group(info, tables, plan, group,
                                                           self.bounds(info, group), steps, live,
                                                           state_version, started, removals)
         if self.before_manifest is not None:
@@ -378,7 +393,7 @@ class Replay:
             self.remember_manifest(info.run_id, version, pa.concat_tables([known[1], new]))
         return reports, state_version
 
-    def _commit_group(self, info: RunInfo, tables: dict[str, str], schemas: dict[str, pa.Schema],
+    def _commit_group(self, info: RunInfo, tables: dict[str, str], plan: StepPlan,
                       group: list[int], bounds: dict[int, tuple[int, int]],
                       steps: dict[int, StepFiles], live: list[LiveFile],
                       state_version: int | None, started: float,
@@ -402,11 +417,11 @@ class Replay:
         stepped = [b for b in group if b != info.batches]  # the end-of-input flush: output only
         with ThreadPoolExecutor(len(KINDS)) as pool:
             output = pool.submit(self._commit_appends, info, "output", tables["output"],
-                                 schemas["output"], group, steps, removals)
-            events = [pool.submit(self._commit_events, info, kind, tables[kind], schemas[kind],
-                                  stepped, steps) for kind in ("late", "quarantine")]
-            states = pool.submit(self._commit_states, info, tables["state"], schemas["state"],
-                                 stepped, steps, live)
+                                 plan.schemas["output"], group, steps, removals)
+            events = [pool.submit(self._commit_events, info, kind, tables[kind], plan, stepped,
+                                  steps) for kind in ("late", "quarantine")]
+            states = pool.submit(self._commit_states, info, tables["state"],
+                                 plan.schemas["state"], stepped, steps, live)
             versions = {"output": output.result()}
             for future in events:
                 future.result()
@@ -416,10 +431,11 @@ class Replay:
         for batch in group:
             lo, hi = bounds[batch]
             state_version, state_rows, state_bytes = after.get(batch, (state_version, 0, 0))
-            count = {k: sum(f.num_records for f in steps[batch].staged[k]) for k in KINDS}
+            events = steps[batch].events
             report = BatchReport(
                 batch=batch, kind="end" if batch == info.batches else "batch", rows_in=hi - lo,
-                rows_out=count["output"], late=count["late"], quarantined=count["quarantine"],
+                rows_out=sum(f.num_records for f in steps[batch].staged["output"]),
+                late=events["late"], quarantined=events["quarantine"],
                 state_rows=state_rows, state_bytes=state_bytes, duration_s=duration_s)
             reports.append(report)
             rows.append({"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi,
@@ -442,24 +458,16 @@ class Replay:
                 self.on_commit(batch)
         return versions
 
-    def _commit_events(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
+    def _commit_events(self, info: RunInfo, kind: str, path: str, plan: StepPlan,
                        batches: list[int], steps: dict[int, StepFiles]) -> None:
         """Commit the late or quarantined events of a group's ``batches`` in one commit (app
-        transaction version: the last batch's), without the batches an earlier attempt's
-        commit holds already (its transaction version is theirs or later; their recomputed
-        files are spares)."""
-        if not batches:
+        transaction version: the last batch's). The workers wrote none of the batches an
+        earlier attempt's commit holds already (``plan.events_done``)."""
+        if not batches or plan.events_done.get(kind, -1) >= batches[-1]:
             return
-        txn = info.txn(kind, batches[-1])
-        done = self.storage.txn_version(path, txn.app_id) if self.storage.exists(path) else None
-        files = []
-        for batch in batches:
-            if done is not None and info.txn(kind, batch).version <= done:
-                _discard(steps[batch].staged[kind])
-            else:
-                files += steps[batch].staged[kind]
-        if done is None or done < txn.version:
-            self._commit(path, files, schema, txn, _meta(info, batches[-1]), need_version=False)
+        files = [f for batch in batches for f in steps[batch].staged[kind]]
+        self._commit(path, files, plan.schemas[kind], info.txn(kind, batches[-1]),
+                     _meta(info, batches[-1]), need_version=False)
 
     def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
                        steps: dict[int, StepFiles], live: list[LiveFile]

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .run_info import ReplayError
@@ -126,8 +129,7 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
     for kind in ("late", "quarantine"):  # rows of later batches: arrival at or after ``seq``
         path = table(kind)
         if seq < old_total and storage.exists(path):  # (the flush adds no late events)
-            commit(kind, [], [f.path for f in storage.live_files(path)
-                              if f.rows and _min_seq(f.path) >= seq])
+            commit(kind, *_events_before(storage, path, seq))
     if manifest.num_rows > keep:  # one commit: the kept rows as a new file, the old ones gone
         path, kept = table("manifest"), manifest.slice(0, keep)
         version, skipped = replay._commit_rows(path, kept,
@@ -191,9 +193,25 @@ def _changes(path: str, version: int, latest: int) -> tuple[set[str], set[str]] 
     return added, removed
 
 
-def _min_seq(path: str) -> int:
-    """Smallest ``arrival_seq`` in a late or quarantine file (each file holds one batch)."""
-    return min(pq.read_table(path, columns=["arrival_seq"]).column("arrival_seq").to_pylist())
+def _events_before(storage: DeltaStorage, path: str, seq: int) -> tuple[list[LiveFile], list[str]]:
+    """The files to add to and to remove from the late or quarantine table at ``path`` so that
+    it keeps only the events that arrived before ``seq``. A file holds the events of one job's
+    batches: one with events on both sides of ``seq`` is replaced by a file of those before."""
+    add, remove = [], []
+    for f in storage.live_files(path):
+        if not f.rows:
+            continue
+        arrival = pq.read_table(f.path, columns=["arrival_seq"]).column("arrival_seq")
+        if pc.min(arrival).as_py() >= seq:
+            remove.append(f.path)
+        elif pc.max(arrival).as_py() >= seq:
+            kept = pq.read_table(f.path).filter(pc.less(arrival, seq))
+            target = Path(storage.staging_dir(path, uuid.uuid4().hex)) / "part-00000.parquet"
+            target.parent.mkdir(parents=True)
+            pq.write_table(kept, target)
+            add.append(LiveFile(str(target), target.stat().st_size, kept.num_rows))
+            remove.append(f.path)
+    return add, remove
 
 
 def describe(segment: dict) -> str:
