@@ -5,10 +5,10 @@ their bucket either by Spark's shuffle (:func:`execute_step`) or by each bucket'
 input files itself (:func:`execute_direct`), and each bucket runs in a Python worker that reads the
 bucket's current state (its own file, or its rows of a file of every bucket: see
 :func:`run_bucket`), steps the engine through the group's batches in order, and writes each
-batch's output, late, quarantine and new state rows as Parquet files straight into the run's
-tables. Workers return only file descriptions: the driver
-never collects rows; it commits the listed files to Delta, batch by batch. A bucket without events
-in a batch keeps its state file. One Spark job per group of batches (so its fixed cost is shared),
+batch's output and new state rows, and the job's late and quarantined events, as Parquet files
+straight into the run's tables. Workers return only file descriptions: the driver never collects
+rows; it commits the listed files to Delta, batch by batch. A bucket without events in a batch
+keeps its state file. One Spark job per group of batches (so its fixed cost is shared),
 one set of commits per batch. Operators that use key values only to group and order rows (window
 operators) get integer codes that sort like the values; the worker writes the values back.
 """
