@@ -93,8 +93,18 @@ def relax(*preds: Pred) -> Pred:
 def build_cluster(members: list[SharingView], stats: Statistics,
                   where: Pred | None = None) -> Cluster:
     """The cluster serving ``members``: W is ``where`` if given (it must be implied by every
-    member's predicate), else RELAX of the members' predicates."""
+    member's predicate), else RELAX of the members' predicates. Built once per members and W
+    for ``stats`` (planning builds the same cluster again as it tries and undoes moves)."""
     ordered = sorted(members, key=lambda m: m.name)
+    # by the members' identities (cheaper to hash than the views; the entry keeps the views
+    # alive, so an identity is not reused while it is cached)
+    key = (tuple(map(id, ordered)), where)
+    if key not in stats.clusters:
+        stats.clusters[key] = (ordered, _build(ordered, stats, where))
+    return stats.clusters[key][1]
+
+
+def _build(ordered: list[SharingView], stats: Statistics, where: Pred | None) -> Cluster:
     widened = relax(*(m.where for m in ordered)) if where is None else where
     residuals = {m.name: residual_predicate(m.where, widened) for m in ordered}
     rows_in = {m.name: stats.selectivity(m.where) * stats.rows for m in ordered}

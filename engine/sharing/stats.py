@@ -24,6 +24,8 @@ class Statistics:
     keys: dict[str, int] = field(default_factory=dict)
     span_us: dict[str, int] = field(default_factory=dict)
     _cache: dict[Pred, float] = field(default_factory=dict, repr=False)
+    #: Clusters built for these statistics, by members and W (see ``cluster.build_cluster``).
+    clusters: dict = field(default_factory=dict, repr=False)
 
     def selectivity(self, pred: Pred) -> float:
         """The estimated fraction of rows passing ``pred``: (matches + 0.5) / (n + 1) on the

@@ -378,3 +378,15 @@ def test_estimates_and_description_say_why_queries_share(stats) -> None:
     text = plan.describe()
     assert plan.plan_hash in text and "then having avg_en >= 1.3" in text
     assert all(f"\n{name}: cluster" in text for name in ("low", "q1", "q2", "q3", "q4"))
+
+
+def test_a_cluster_is_built_once_for_its_members_and_w_and_never_for_a_namesake(stats):
+    """Planning builds the same cluster again as it tries and undoes moves: it is built once
+    per members and W for one statistics object, and a member with the same name (another
+    query object) gets a cluster of its own."""
+    a, b = window_query("q1", 10 * S, 10 * S), window_query("q2", 20 * S, 10 * S)
+    assert build_cluster([a, b], stats) is build_cluster([b, a], stats)
+    namesake = window_query("q1", 10 * S, 10 * S, where=RXJ)
+    built = build_cluster([namesake, b], stats)
+    assert built.members[0] is namesake
+    assert built.residual("q1").where != build_cluster([a, b], stats).residual("q1").where
