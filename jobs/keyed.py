@@ -127,7 +127,6 @@ class KeyValues:
         return self._arrow.take(pa.array(codes.to_numpy(dtype="int64"))).cast(type_)
 
 
-
 def arrow_table(frame: pd.DataFrame, schema: pa.Schema, keys: KeyValues | None = None,
                 names: Mapping[str, str] | None = None) -> pa.Table:
     """``frame`` (non-empty) as a table of ``schema`` (:func:`engine.operator.to_arrow`), its
@@ -356,30 +355,30 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     schemas = plan.schemas
     own = by_bucket is None and _of_every_bucket(plan, bucket)
     pending: dict[str, list[pd.DataFrame]] = {"late": [], "quarantine": []}  # to be written
-    for i, (batch, _, _) in enumerate(_steps(plan)):
+    steps = _steps(plan)
+    for i, (batch, _, _) in enumerate(steps):
         batch_good, batch_bad = good_of[i], split.bad_of[i]
         seen_of = ({bucket: len(batch_good) + len(batch_bad)} if by_bucket is None else
                    {b: int(n) for b, n in enumerate(by_bucket[i])})
         if not sum(seen_of.values()):  # no event of this bucket in this batch: same state
-            if own:
-                rows += [_count(batch, "input", bucket, 0), _write(
-                    plan, batch, "state",
-                    None if state.empty else arrow_table(state, schemas["state"], keys), bucket)]
-            continue
-        result = op.step(state, batch_good)
-        state = result.state
-        rejected = keys.decode(result.rejected) if keys else result.rejected
-        rows += [_count(batch, "input", b, n) for b, n in seen_of.items()]
-        rows.append(_write(plan, batch, "output", output_table(
-            result.output, schemas["output"], batch, keys), bucket))
-        for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
-            rows.append(_count(batch, kind, bucket, sum(len(f) for f in found)))
-            if batch > plan.events_done.get(kind, -1):
-                pending[kind] += found
+            if not own:
+                continue  # (its state file stays)
+            rows.append(_count(batch, "input", bucket, 0))
+        else:
+            result = op.step(state, batch_good)
+            state = result.state
+            rejected = keys.decode(result.rejected) if keys else result.rejected
+            rows += [_count(batch, "input", b, n) for b, n in seen_of.items()]
+            rows.append(_write(plan, batch, "output", output_table(
+                result.output, schemas["output"], batch, keys), bucket))
+            for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
+                rows.append(_count(batch, kind, bucket, sum(len(f) for f in found)))
+                if batch > plan.events_done.get(kind, -1):
+                    pending[kind] += found
         table = None if state.empty else arrow_table(state, schemas["state"], keys)
         rows.append(_write(plan, batch, "state", table, bucket if by_bucket is None else None))
-    if _steps(plan):  # the job's late and quarantined events: one file each
-        last = _steps(plan)[-1][0]
+    if steps:  # the job's late and quarantined events: one file each
+        last = steps[-1][0]
         rows += [_write(plan, last, "late", event_table(pending["late"], schemas["late"], keys),
                         bucket),
                  _write(plan, last, "quarantine", event_table(pending["quarantine"],
