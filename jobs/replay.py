@@ -327,8 +327,9 @@ class Replay:
             if not self.storage.exists(tables[kind]):
                 continue
             version = self.storage.txn_version(tables[kind], info.txn(kind, group[-1]).app_id)
-            held = [b for b in group if version is not None and info.txn(kind, b).version
-                    <= version]
+            if version is None:
+                continue
+            held = [b for b in group if info.txn(kind, b).version <= version]
             if held:
                 done[kind] = held[-1]
         return done
