@@ -19,9 +19,11 @@ from engine.sharing import SharedPlan, SharingView, Statistics, plan_queries
 
 from .warehouse import Warehouse
 
-#: Rows of the recording's latest snapshot the selectivities are estimated on (the first rows
-#: of its files, in path order: the same sample every time).
+#: Rows of the recording's latest snapshot the selectivities, key counts and time span are
+#: estimated on (the head of each data file, as many rows as its share of the snapshot).
 SAMPLE_ROWS = 20_000
+#: Data files the sample reads at most (evenly spaced in path order when there are more).
+SAMPLE_FILES = 200
 
 
 class SharingError(RepriseError):
@@ -91,18 +93,25 @@ def _data_files(path: str) -> list[tuple[str, int]]:
 def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str],
                          sample_rows: int = SAMPLE_ROWS) -> Statistics:
     """The row count of ``recording``'s latest snapshot and a deterministic sample of its
-    ``columns`` (those it has): the first ``sample_rows`` rows of its files in path order."""
+    ``columns`` (those it has) that spans the whole recording: the first rows of each data file,
+    as many as its share of the snapshot's rows (``sample_rows`` in all; of at most
+    :data:`SAMPLE_FILES` files, evenly spaced in path order when there are more). With every file
+    read, the sample does not depend on how the files are named."""
     files = _data_files(warehouse.recording(recording))
-    tables, left = [], sample_rows
-    for path, _ in files:
-        if left <= 0:
-            break
-        schema = pq.read_schema(path)
-        table = pq.read_table(path, columns=[c for c in sorted(columns) if c in schema.names])
-        tables.append(table.slice(0, left))
-        left -= tables[-1].num_rows
+    total = sum(rows for _, rows in files)
+    step = max(1, -(-len(files) // SAMPLE_FILES))
+    read = [(path, rows) for path, rows in files[::step] if rows]
+    share = sum(rows for _, rows in read)
+    tables = []
+    for path, rows in read:
+        with pq.ParquetFile(path) as parquet:
+            names = [c for c in sorted(columns) if c in parquet.schema_arrow.names]
+            head = next(parquet.iter_batches(batch_size=-(-sample_rows * rows // share),
+                                             columns=names), None)
+        if head is not None:
+            tables.append(pa.Table.from_batches([head]))
     sample = exact_pandas(pa.concat_tables(tables, promote_options="default")) if tables else None
-    return Statistics(rows=sum(rows for _, rows in files), sample=sample)
+    return Statistics(rows=total, sample=sample)
 
 
 def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> SharedPlan:

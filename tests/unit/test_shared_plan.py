@@ -4,13 +4,17 @@ from the recording's Delta snapshot (no Spark: the table is written with delta-r
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import write_deltalake
 from typer.testing import CliRunner
 
+from engine.operator import exact_pandas
 from jobs.cli import app
 from jobs.shared_plan import recording_statistics
 from jobs.warehouse import Warehouse
@@ -104,12 +108,39 @@ def test_spj_and_derived_column_queries_stand_alone_and_say_why(tmp_path):
     assert alone.exit_code == 1 and "vitals_spo2_histogram: an spj query" in alone.output
 
 
-def test_statistics_count_the_snapshot_and_sample_its_first_rows(tmp_path):
-    _, warehouse = setup(tmp_path)
-    stats = recording_statistics(Warehouse(warehouse), "ev", {"v", "k", "nope"}, sample_rows=150)
+def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_path):
+    _, warehouse = setup(tmp_path)  # four files of 100 rows
+    path = Warehouse(warehouse).recording("ev")
+    stats = recording_statistics(Warehouse(warehouse), "ev", {"v", "k", "nope"},
+                                 sample_rows=150)
     assert stats.rows == 400
-    assert stats.sample is not None and len(stats.sample) == 150
-    assert sorted(stats.sample.columns) == ["k", "v"]
+    heads = [pq.read_table(f, columns=["k", "v"]).slice(0, 38)  # 150 / 4, rounded up
+             for f in sorted(str(f) for f in Path(path).glob("*.parquet"))]
+    assert stats.sample is not None
+    assert stats.sample.equals(exact_pandas(pa.concat_tables(heads)))
+
+
+def test_statistics_do_not_depend_on_how_the_files_are_named(tmp_path):
+    """The same rows in files of other names (as in a regenerated recording) give the same
+    sample, hence the same estimates."""
+    _, warehouse = setup(tmp_path)
+    first, second = Warehouse(warehouse), Warehouse(tmp_path / "again")
+    table = Path(second.recording("ev"))
+    shutil.copytree(first.recording("ev"), table)
+    files = sorted(table.glob("*.parquet"))
+    names = {f.name: f"z{len(files) - i}-{f.name}" for i, f in enumerate(files)}  # reversed
+    for f in files:
+        f.rename(table / names[f.name])
+    for entry in (table / "_delta_log").glob("*.json"):
+        text = entry.read_text()
+        for old, new in names.items():
+            text = text.replace(old, new)
+        entry.write_text(text)
+    a, b = (recording_statistics(w, "ev", {"v", "k", "ts"}, sample_rows=150)
+            for w in (first, second))
+    assert sorted(map(str, a.sample.itertuples(index=False))) == \
+        sorted(map(str, b.sample.itertuples(index=False)))
+    assert (a.key_count("k"), a.span("ts")) == (b.key_count("k"), b.span("ts"))
 
 
 def test_replay_of_queries_on_different_recordings_says_which_each_reads():
