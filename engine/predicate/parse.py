@@ -126,6 +126,8 @@ class _Converter:
             node = node.this
         value = _literal(node)
         if value is _NOT_CONSTANT:
+            if isinstance(node, exp.Column):
+                self.column(node)  # an unknown column says so
             raise PredicateError(f"expected a constant to compare with column {name!r}, got "
                                  f"{node.sql()!r}")
         if value is None:
@@ -143,6 +145,7 @@ class _Converter:
                 raise PredicateError(f"expected a column compared with a constant, got "
                                      f"{node.sql()!r}")
         if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            self.column(left, node), self.column(right, node)  # an unknown one says so first
             raise PredicateError(f"compares two columns in {node.sql()!r}; only comparisons "
                                  "of a column with a constant are supported")
         name, ctype = self.column(left, node)

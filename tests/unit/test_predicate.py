@@ -138,6 +138,10 @@ def test_implication(p: str, q: str, expected: bool) -> None:
     ("t > 'yesterday'", "is not an ISO timestamp"),
     ("x = NULL", "use IS NULL"),
     ("x = d", "compares two columns"),
+    ("x < foo", "unknown column 'foo'"),  # a name where a constant belongs is a column
+    ("foo > x", "unknown column 'foo'"),
+    ("x IN (foo, 1)", "unknown column 'foo'"),
+    ("x IN (d, 1)", "expected a constant to compare with column 'x', got 'd'"),
     ("x + 1 > 2", "expected a column"),
     ("x >", "cannot parse"),
     ("x", "column 'x' has type int, it is not a condition"),
