@@ -115,11 +115,11 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
 
 
 def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> SharedPlan:
-    """The shared plan of the named queries over their recording's statistics."""
+    """The shared plan of the named queries over their recording's statistics (an empty
+    plan when none of them can share a scan: each is replayed on its own)."""
     views = sharing_views(catalog, names)
     if not views:
-        raise SharingError(f"none of {', '.join(names)} can share a scan: "
-                           + "; ".join(f"{n}: {on_its_own(catalog.query(n))}" for n in names))
+        return plan_queries([], Statistics(rows=0))
     columns = {c for v in views for c in v.columns}
     return plan_queries(views, recording_statistics(warehouse, views[0].recording, columns))
 

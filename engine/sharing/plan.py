@@ -70,7 +70,7 @@ def _residual_json(view: SharingView, index: int, cluster: Cluster) -> dict[str,
 @dataclass(frozen=True, eq=False)
 class SharedPlan:
     """Clusters (by their first query's name), the outcome of each query's registration
-    (``match``, ``merge``, ``alone``) and the statistics the estimates came from."""
+    (``match``, ``merge``, ``new``) and the statistics the estimates came from."""
 
     clusters: tuple[Cluster, ...]
     outcomes: dict[str, str]
@@ -141,10 +141,11 @@ class SharedPlan:
                 "in_cluster": round(cluster.cost - without)}
 
     def counters(self) -> dict[str, int | None]:
-        """How the queries were served: MATCH, widened (MERGE), alone; and how many would
-        share a stream with MATCH only (no widening)."""
+        """How the queries were served: MATCH, widened (MERGE), NEW (each cluster's first
+        query, which starts its stream); and how many would share a stream with MATCH only (no
+        widening)."""
         count = {how: sum(1 for o in self.outcomes.values() if o == how)
-                 for how in ("match", "merge", "alone")}
+                 for how in ("match", "merge", "new")}
         return {**count, "shared_with_widening": count["match"] + count["merge"],
                 "shared_match_only": self.shared_match_only}
 
@@ -177,7 +178,7 @@ class SharedPlan:
                   f"queries {entering['shared']:,} vs {entering['standalone']:,}; cost "
                   f"{cost['shared']:,} vs {cost['standalone']:,}",
                   f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
-                  f"{counters['alone']} alone; without widening "
+                  f"{counters['new']} new (starts a stream); without widening "
                   f"{counters['shared_match_only']} would share"]
         return "\n".join(lines)
 

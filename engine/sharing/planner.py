@@ -18,7 +18,7 @@ from .plan import SharedPlan
 from .stats import Statistics
 from .view import SharingView
 
-MATCH, MERGE, ALONE = "match", "merge", "alone"
+MATCH, MERGE, NEW = "match", "merge", "new"
 
 
 class SharingError(RepriseError):
@@ -40,7 +40,7 @@ class Planner:
 
     def register(self, view: SharingView) -> str:
         """Add ``view`` to the current plan; returns how it is served: ``match``, ``merge`` or
-        ``alone``."""
+        ``new`` (a cluster of its own, its stream new)."""
         if view.name in self.outcomes:
             raise SharingError(f"query {view.name!r} is already registered")
         alone = build_cluster([view], self.stats)
@@ -57,7 +57,7 @@ class Planner:
                 best = (delta, i, how, candidate)
         if best is None:
             self.clusters.append(alone)
-            how = ALONE
+            how = NEW
         else:
             _, i, how, self.clusters[i] = best
         self.outcomes[view.name] = how
@@ -137,13 +137,13 @@ def plan_queries(views: Iterable[SharingView], stats: Statistics) -> SharedPlan:
 def outcomes(clusters: list[Cluster], order: list[SharingView], stats: Statistics
              ) -> dict[str, str]:
     """How each query of the final plan is served, replaying each cluster in ``order``: its
-    first query is ``alone`` (it creates the stream), each later one ``match`` or ``merge``."""
+    first query is ``new`` (it creates the stream), each later one ``match`` or ``merge``."""
     position = {v.name: i for i, v in enumerate(order)}
     result: dict[str, str] = {}
     for cluster in clusters:
         members = sorted(cluster.members, key=lambda m: position[m.name])
         current = build_cluster([members[0]], stats)
-        result[members[0].name] = ALONE
+        result[members[0].name] = NEW
         for view in members[1:]:
             if match(current, view):
                 result[view.name], current = MATCH, add_matching(current, view, stats)

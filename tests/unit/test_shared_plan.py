@@ -82,9 +82,9 @@ def test_plan_text_names_clusters_residuals_and_hash(tmp_path):
     entering = doc["estimates"]["rows_entering_queries"]  # the README lists it in the text too
     assert (f"rows entering the queries {entering['shared']:,} vs "
             f"{entering['standalone']:,}") in result.output
-    counters = doc["counters"]  # MATCH, MERGE, alone: the README's (and the JSON's) words
+    counters = doc["counters"]  # MATCH, MERGE, NEW: the README's (and the JSON's) words
     assert (f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
-            f"{counters['alone']} alone") in result.output
+            f"{counters['new']} new (starts a stream)") in result.output
 
 
 def test_queries_on_different_recordings_say_which_each_reads():
@@ -103,9 +103,16 @@ def test_spj_and_derived_column_queries_stand_alone_and_say_why(tmp_path):
     assert sorted(doc["residuals"]) == ["s1", "w1"]
     text = run(schemas, warehouse, "s1", "w1", "g").output
     assert "g: on its own: its derived columns" in text
+    # none of them can share: an empty plan, each listed on its own, as `replay` runs them
+    result = run(schemas, warehouse, "g", "ev_d", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["clusters"] == [] and doc["residuals"] == {}
+    assert set(doc["on_its_own"]) == {"g", "ev_d"}
     alone = CliRunner().invoke(app, ["plan", "vitals_spo2_histogram", "--catalog",
                                      str(SCHEMAS)])
-    assert alone.exit_code == 1 and "vitals_spo2_histogram: an spj query" in alone.output
+    assert alone.exit_code == 0, alone.output
+    assert "vitals_spo2_histogram: on its own: an spj query" in alone.output
 
 
 def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_path):

@@ -189,7 +189,7 @@ def test_a_wide_query_stands_alone_beside_narrow_ones(stats) -> None:
     # joining would make W TRUE and hand every row to the six narrow residuals
     assert sorted(c.names for c in plan.clusters) == [tuple(f"n{i}" for i in range(6)),
                                                       ("wide",)]
-    assert plan.counters()["alone"] == 2
+    assert plan.counters()["new"] == 2
 
 
 def test_a_widened_predicate_over_budget_becomes_its_hull(stats) -> None:
