@@ -145,7 +145,8 @@ class _Converter:
                 raise PredicateError(f"expected a column compared with a constant, got "
                                      f"{node.sql()!r}")
         if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-            self.column(left, node), self.column(right, node)  # an unknown one says so first
+            self.column(left, node)  # an unknown one says so first
+            self.column(right, node)
             raise PredicateError(f"compares two columns in {node.sql()!r}; only comparisons "
                                  "of a column with a constant are supported")
         name, ctype = self.column(left, node)

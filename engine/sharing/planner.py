@@ -40,7 +40,7 @@ class Planner:
 
     def register(self, view: SharingView) -> str:
         """Add ``view`` to the current plan; returns how it is served: ``match``, ``merge`` or
-        ``new`` (a cluster of its own, its stream new)."""
+        ``new`` (it starts a cluster of its own)."""
         if view.name in self.outcomes:
             raise SharingError(f"query {view.name!r} is already registered")
         alone = build_cluster([view], self.stats)

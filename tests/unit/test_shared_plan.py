@@ -15,6 +15,7 @@ from deltalake import write_deltalake
 from typer.testing import CliRunner
 
 from engine.operator import exact_pandas
+from jobs import shared_plan
 from jobs.cli import app
 from jobs.shared_plan import recording_statistics
 from jobs.warehouse import Warehouse
@@ -124,6 +125,16 @@ def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_pa
     heads = [pq.read_table(f, columns=["k", "v"]).slice(0, 38)  # 150 / 4, rounded up
              for f in sorted(str(f) for f in Path(path).glob("*.parquet"))]
     assert stats.sample is not None
+    assert stats.sample.equals(exact_pandas(pa.concat_tables(heads)))
+
+
+def test_statistics_of_many_files_read_evenly_spaced_ones(tmp_path, monkeypatch):
+    _, warehouse = setup(tmp_path)
+    monkeypatch.setattr(shared_plan, "SAMPLE_FILES", 2)  # of the four: the first and third
+    stats = recording_statistics(Warehouse(warehouse), "ev", {"v", "k"}, sample_rows=150)
+    files = sorted(str(f) for f in Path(Warehouse(warehouse).recording("ev")).glob("*.parquet"))
+    heads = [pq.read_table(f, columns=["k", "v"]).slice(0, 75) for f in files[::2]]
+    assert stats.rows == 400
     assert stats.sample.equals(exact_pandas(pa.concat_tables(heads)))
 
 
