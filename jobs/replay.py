@@ -12,7 +12,6 @@ batches done, and a run resumes after the last batch the manifest holds.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -21,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -50,7 +48,8 @@ from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_r
 from .run_lock import run_lock
 from .segments import finish_rewind, output_removals, save_run
 from .settings import Settings, load_settings
-from .storage import DeltaStorage, LiveFile, StagedFile, Txn, file_stats
+from .staging import stage_table
+from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
 
 
@@ -498,15 +497,7 @@ class Replay:
         """Commit a small table (manifest rows) once, as one staged Parquet file (none when it
         has no rows), dropping the live files ``remove`` in the same commit: (table version
         holding them, skipped as already done)."""
-        staged = []
-        if table.num_rows:
-            directory = Path(self.storage.staging_dir(path, uuid.uuid4().hex))  # names only
-            directory.mkdir(parents=True)
-            file = str(directory / "part-00000.parquet")
-            footer: list[pq.FileMetaData] = []
-            pq.write_table(table, file, metadata_collector=footer)
-            rows, stats = file_stats(file, footer[0])
-            staged.append(StagedFile(file, os.path.getsize(file), rows, stats))
+        staged = [stage_table(self.storage, path, table)] if table.num_rows else []
         return self._commit(path, staged, table.schema, txn, meta, remove=remove)
 
     def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,

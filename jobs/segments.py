@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from dataclasses import fields
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -26,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .run_info import ReplayError
+from .staging import stage_table
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .storage.delta_log import log_actions
 
@@ -205,11 +204,9 @@ def _events_before(storage: DeltaStorage, path: str, seq: int) -> tuple[list[Liv
         if pc.min(arrival).as_py() >= seq:
             remove.append(f.path)
         elif pc.max(arrival).as_py() >= seq:
-            kept = pq.read_table(f.path).filter(pc.less(arrival, seq))
-            target = Path(storage.staging_dir(path, uuid.uuid4().hex)) / "part-00000.parquet"
-            target.parent.mkdir(parents=True)
-            pq.write_table(kept, target)
-            add.append(LiveFile(str(target), target.stat().st_size, kept.num_rows))
+            kept = stage_table(storage, path, pq.read_table(f.path).filter(
+                pc.less(arrival, seq)))
+            add.append(LiveFile(kept.path, kept.size, kept.num_records))
             remove.append(f.path)
     return add, remove
 
