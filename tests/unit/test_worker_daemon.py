@@ -1,4 +1,5 @@
-"""The worker daemon's preload (jobs.worker_daemon): what it imports, and that it can fork."""
+"""The worker daemon's preload (jobs.worker_daemon): what it imports, that it can fork, and that
+the collector of a forked worker leaves the preloaded objects alone."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from jobs.worker_daemon import PRELOAD, SINGLE_THREADED, without_archives
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
-import json, os, sys
+import gc, json, os, sys
 from jobs.worker_daemon import preload
 missing = preload()
 threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+walked = {id(o) for o in gc.get_objects()}  # what a full collection walks
 print(json.dumps({"missing": missing, "threads": threads,
-                  "loaded": [m for m in sys.argv[1:] if m in sys.modules]}))
+                  "loaded": [m for m in sys.argv[1:] if m in sys.modules],
+                  "walked": [m for m in sys.argv[1:] if id(vars(sys.modules[m])) in walked]}))
 """
 
 
@@ -33,6 +36,15 @@ def test_preload_imports_every_module_and_leaves_one_thread_to_fork_from():
     assert report["missing"] == []
     assert report["loaded"] == list(PRELOAD)
     assert report["threads"] == ["python"]
+
+
+def test_preloaded_objects_are_left_out_of_the_workers_collections():
+    """The preload ends with ``gc.freeze()``: a full collection in a forked worker does not walk
+    the preloaded modules' objects (about 126,000, 60 ms a collection)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", PROBE, *PRELOAD], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1])["walked"] == []
 
 
 def test_without_archives_keeps_directories(tmp_path):
