@@ -32,19 +32,21 @@ def test_python_workers_import_nothing_from_archives(spark):
 
 def test_python_workers_start_with_the_engine_imported(spark):
     """The daemon imports the engine before it forks: a task finds the daemon's preload marker
-    set by another process (its parent) and the modules already loaded."""
+    set by another process (its parent), the modules already loaded and frozen."""
 
     def probe(_):
+        import gc
         import os
         import sys
 
         daemon = sys.modules.get("jobs.worker_daemon")
         yield (daemon is not None and daemon.PRELOADED_BY, os.getpid(),
                [m for m in ("engine.qre", "engine.windows", "jobs.keyed", "numba")
-                if m in sys.modules])
+                if m in sys.modules], gc.get_freeze_count())
 
     probes = spark.sparkContext.parallelize([0, 1], 2).mapPartitions(probe).collect()
     assert len(probes) == 2
-    for preloaded_by, pid, loaded in probes:
+    for preloaded_by, pid, loaded, frozen in probes:
         assert preloaded_by and preloaded_by != pid
         assert loaded == ["engine.qre", "engine.windows", "jobs.keyed", "numba"]
+        assert frozen > 0  # the daemon's preload, out of the worker's collections

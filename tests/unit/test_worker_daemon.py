@@ -24,15 +24,19 @@ print(json.dumps({"missing": missing, "threads": threads,
 """
 
 
+def _preloaded(env: dict[str, str]) -> dict:
+    """What :data:`PROBE` reports of a fresh process that ran the preload."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *PRELOAD],
+                          env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_preload_imports_every_module_and_leaves_one_thread_to_fork_from():
     """Forking a process with other threads leaves their locks held in the child: after the
     preload the daemon must still have exactly one thread (numpy's OpenBLAS pool and the
     jemalloc purge threads of pyarrow and deltalake would otherwise be running)."""
-    env = {k: v for k, v in os.environ.items() if k not in SINGLE_THREADED}
-    env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run([sys.executable, "-c", PROBE, *PRELOAD], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=True)
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _preloaded({k: v for k, v in os.environ.items() if k not in SINGLE_THREADED})
     assert report["missing"] == []
     assert report["loaded"] == list(PRELOAD)
     assert report["threads"] == ["python"]
@@ -41,10 +45,7 @@ def test_preload_imports_every_module_and_leaves_one_thread_to_fork_from():
 def test_preloaded_objects_are_left_out_of_the_workers_collections():
     """The preload ends with ``gc.freeze()``: a full collection in a forked worker does not walk
     the preloaded modules' objects (about 126,000, 60 ms a collection)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", PROBE, *PRELOAD], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(done.stdout.strip().splitlines()[-1])["walked"] == []
+    assert _preloaded(dict(os.environ))["walked"] == []
 
 
 def test_without_archives_keeps_directories(tmp_path):
