@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -139,11 +139,8 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
                 widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
             unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
             rows = widened[m.widened] | unplaced
-            events = frame.loc[rows, [*first.recording_columns, SEQ]].reset_index(drop=True)
-            events[TIME] = frame.loc[rows, f"{TIME}:{time_column}"].array
-            if values:
-                events[key] = events[key].to_numpy(dtype=object)  # as the direct exchange does
-            streams[stream] = events
+            streams[stream] = _stream(frame, first.recording_columns, time_column,
+                                      None if rows.all() else np.flatnonzero(rows), key, values)
         # the stream's quarantine split and batches, once for the members that agree on it
         split = (*stream, m.plan.op.codes_keys)
         if split not in splits:
@@ -151,6 +148,20 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
         out.append(run_bucket(m.plan, 0, splits[split], by_bucket=by_bucket[key])
                    .assign(**{QUERY: m.name}))
     return _concat(out)
+
+
+def _stream(frame: pd.DataFrame, columns: list[str], time_column: str,
+            rows: np.ndarray | None, key: str, values: bool) -> pd.DataFrame:
+    """The events of a shared stream: ``frame``'s ``rows`` (None: all of them, its arrays
+    taken as they are, not copied) with the recording's ``columns``, the arrival sequence and
+    ``time_column`` as the event time; ``values``: the key as plain values, as the direct
+    exchange hands a categorical key column to an operator that wants values."""
+    names = {c: c for c in [*columns, SEQ]} | {TIME: f"{TIME}:{time_column}"}
+    arrays = {name: frame[c].array if rows is None else frame[c].array.take(rows)
+              for name, c in names.items()}
+    if values:
+        arrays[key] = np.asarray(arrays[key], dtype=object)
+    return pd.DataFrame(arrays, copy=False)
 
 
 def parts(members: list[Member], count: int) -> list[list[Member]]:
@@ -187,6 +198,8 @@ class SharedReplay:
     """Replays several queries of the catalog on one recording as one shared run."""
 
     runner: Replay
+    #: Spark tasks started so far, one per part of a group (each reads the group's range once).
+    tasks: int = field(default=0, init=False)
 
     def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
                 ) -> list[RunInfo]:
@@ -307,6 +320,7 @@ class SharedReplay:
         # one Spark job per part, side by side: the runs of a part that is done commit while
         # the other parts' tasks still run
         tasks = parts(members, first.buckets)
+        self.tasks += len(tasks)
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
         return {i.query: reports[i.query] for i in infos}
