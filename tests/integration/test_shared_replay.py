@@ -110,6 +110,12 @@ def test_a_pane_group_aggregates_its_panes_once_and_each_query_gets_its_own_tabl
     assert sorted(shares) == ["pane_s", "pane_t", "win_t"]
     assert len({id(s) for s in shares.values()}) == 1
     runner.run(infos)
+    # two parts (the pane group; the select) on the run's two buckets: two Spark tasks per
+    # group of batches, each reading the group's range once
+    groups, first = 0, 0
+    while first <= infos[0].batches:
+        groups, first = groups + 1, shared.group_of(infos[0], first)[-1] + 1
+    assert infos[0].buckets == 2 and runner.tasks == 2 * groups
     for name in names:
         alone.run(alone.prepare(name, plan="rows:37"))
     assert_same_runs(shared, alone, [i.run_id for i in infos])
