@@ -42,7 +42,9 @@ class SelectOperator(KeyedOperator):
         order = None if in_order([seq]) else np.argsort(seq, kind="stable")
         output = {c: _values(batch[c], order) for c in self.spec.columns}
         output[ARRIVAL] = seq if order is None else seq[order]
-        return StepResult(state, pd.DataFrame(output), batch.iloc[:0].assign(**{REASON: ""}))
+        # (copy=False: the frame takes the arrays, which are only read afterwards, as they are)
+        return StepResult(state, pd.DataFrame(output, copy=False),
+                          batch.iloc[:0].assign(**{REASON: ""}))
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({name: np.zeros(0, dtype=object) for name in self.output_schema.names})

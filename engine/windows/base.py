@@ -91,7 +91,7 @@ class WindowOperator(KeyedOperator):
         columns = {self.key: keys, "window_start": starts, "window_end": ends, **values}
         if self.updates:
             columns["final"] = np.full(len(keys), final, dtype=bool)
-        return pd.DataFrame(columns)
+        return pd.DataFrame(columns, copy=False)  # (fresh arrays, taken as they are)
 
     def _output(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
         """Rows of ``frames`` in (key, window) order, final rows after early ones."""
