@@ -233,8 +233,8 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
         path, version = info.input_path, sources["input"]
     files = [*info.files, *new_files(replay.storage, path, info.input_version, version,
                                      info.files)]
-    cuts = resolve_cuts(replay.storage, plans.parse_plan(info.plan),
-                        [plans.InputFile(**f) for f in files], path, version, ctx.time_column)
+    cuts = resolve_cuts(plans.parse_plan(info.plan), [plans.InputFile(**f) for f in files],
+                        ctx.time_column)
     keep = kept_batches(info.cuts, cuts)
     segments = info.segments or [_first_segment(info)]
     segment = {"segment": k, "from_version": _version(info),

@@ -19,12 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from engine.catalog import BatchSpec, Catalog, QuerySpec
-from engine.operator import SEQ, TIME, KeyedOperator
+from engine.operator import KeyedOperator
 
 from . import plans
 from .arrival import input_index, overlapping, sequenced
@@ -38,6 +39,7 @@ from .keyed import (
     execute_direct,
     execute_finish,
     execute_step,
+    read_range,
 )
 from .lazy_spark import not_started
 from .merged import merge_inputs
@@ -53,27 +55,36 @@ from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
 
 
-def resolve_cuts(storage: DeltaStorage, spec: BatchSpec,
-                 files: list[plans.InputFile], path: str, version: int, time_column: str
-                 ) -> list[int]:
-    """Cut points of a batch plan over the pinned input."""
+def resolve_cuts(spec: BatchSpec, files: list[plans.InputFile], time_column: str) -> list[int]:
+    """Cut points of a batch plan over the pinned input (``files``)."""
     total = sum(f.rows for f in files)
     if spec.by == "rows":
         return plans.row_cuts(spec.rows or 1, total)
     if spec.by == "cuts":
         return plans.explicit_cuts(spec.cuts, total)
     if spec.by == "time":
-        t = F.unix_micros(F.col(time_column))
-        df = sequenced(storage, path, version, [asdict(f) for f in files], 0, total,
-                       time_column).where(F.col(time_column).isNotNull())
-        first = df.agg(F.min(TIME)).first()[0]
-        if first is None:
+        t, seq = _event_times(files, time_column, total)
+        if not len(t):
             return [0, total]
-        start = first - first % spec.interval_us
-        rows = (df.groupBy(F.floor((t - F.lit(start)) / F.lit(spec.interval_us)).alias("b"))
-                .agg(F.min(SEQ).alias("s")).collect())
-        return plans.time_cuts({int(r["b"]): int(r["s"]) for r in rows}, total)
+        first = int(t.min())
+        interval = (t - (first - first % spec.interval_us)) // spec.interval_us
+        first_seq = pd.Series(seq).groupby(interval).min()
+        return plans.time_cuts({int(b): int(s) for b, s in first_seq.items()}, total)
     return plans.commit_cuts(files, total)
+
+
+def _event_times(files: list[plans.InputFile], time_column: str, total: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(event time in microseconds, arrival sequence) of the input's events that have a time,
+    read with pyarrow (no Spark session needed: a small replay never starts one)."""
+    times, seqs = [np.empty(0, "int64")], [np.empty(0, "int64")]
+    for table, seq in read_range([asdict(f) for f in files], [time_column], [], 0, total):
+        column = table.column(time_column)
+        micros = column.cast(pa.timestamp("us", getattr(column.type, "tz", None))).cast(pa.int64())
+        valid = micros.is_valid().to_numpy(zero_copy_only=False)
+        times.append(micros.fill_null(0).to_numpy()[valid])
+        seqs.append(seq[valid])
+    return np.concatenate(times), np.concatenate(seqs)
 
 
 #: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log
@@ -169,7 +180,7 @@ class Replay:
         else:
             input_path, pinned = self.warehouse.recording(recording.name), sources["input"]
         files = input_index(self.storage, input_path, pinned)
-        cuts = resolve_cuts(self.storage, spec, files, input_path, pinned, ctx.time_column)
+        cuts = resolve_cuts(spec, files, ctx.time_column)
         info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp, recording=recording.name,
                        input_path=input_path, input_version=pinned, plan=spec.describe(),
                        cuts=cuts, files=[asdict(f) for f in files], buckets=buckets,

@@ -39,3 +39,18 @@ def test_exit_status_and_error_line_pass_through_and_reading_tables_never_aborts
     # process in fifteen aborted (status 134) after printing its table
     statuses = [reprise(warehouse, "runs").returncode for _ in range(12)]
     assert statuses == [0] * 12
+
+
+def test_time_plans_replay_in_a_process_without_spark():
+    """A small replay runs in the command's process without a Spark session: its time plan is
+    resolved without one (the shipped ``ads_10s`` cuts by 2 s of event time)."""
+    warehouse = Path(tempfile.mkdtemp(prefix="reprise-time-"))
+    assert reprise(warehouse, "generate", "ads", "--keys", "5", "--events", "400",
+                   "--commits", "2").returncode == 0
+    assert reprise(warehouse, "generate", "vitals", "--keys", "5", "--events", "400",
+                   "--commits", "2").returncode == 0
+    for args in (["ads_10s"], ["vitals_hr_1m", "--plan", "time:1h", "--run-id", "hourly"]):
+        done = reprise(warehouse, "replay", *args)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+    assert reprise(warehouse, "validate", "hourly").returncode == 0
