@@ -15,6 +15,15 @@ from pathlib import Path
 from engine.errors import RepriseError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+#: ``REPRISE_DELTA_BACKEND`` values.
+BACKENDS = ("auto", "delta-rs", "delta-spark")
+#: ``REPRISE_EXCHANGE`` values.
+EXCHANGES = ("direct", "spark")
+#: The most key buckets a run may have (each is a Spark task per group of batches).
+MAX_BUCKETS = 10_000
+#: Values of an on/off variable (any case); unset or empty is off.
+FLAGS = {"1": True, "true": True, "yes": True, "on": True,
+         "0": False, "false": False, "no": False, "off": False}
 
 
 class SettingsError(RepriseError):
@@ -69,6 +78,12 @@ class Settings:
         per_job = _integer("REPRISE_BATCHES_PER_JOB", get("REPRISE_BATCHES_PER_JOB", "32"), 1)
         buckets = get("REPRISE_BUCKETS", "")
         local = _integer("REPRISE_LOCAL_EVENTS", get("REPRISE_LOCAL_EVENTS", "20000"), 0)
+        for name, value, allowed in (
+                ("REPRISE_DELTA_BACKEND", get("REPRISE_DELTA_BACKEND", "auto"), BACKENDS),
+                ("REPRISE_EXCHANGE", get("REPRISE_EXCHANGE", "direct"), EXCHANGES)):
+            if value not in allowed:
+                raise SettingsError(f"{name}: unknown value {value!r}; expected one of "
+                                    f"{', '.join(allowed)}")
         return cls(
             warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
             catalog=Path(get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))),
@@ -78,34 +93,62 @@ class Settings:
             delta_jars=get("REPRISE_DELTA_JARS", ""),
             delta_packages=get("REPRISE_DELTA_PACKAGES", ""),
             batches_per_job=per_job,
-            buckets=_integer("REPRISE_BUCKETS", buckets, 1) if buckets else None,
+            buckets=_integer("REPRISE_BUCKETS", buckets, 1, MAX_BUCKETS) if buckets else None,
             exchange=get("REPRISE_EXCHANGE", "direct"),
             kernel_dir=_kernel_dir(env),
-            progress=env.get("REPRISE_PROGRESS") == "1",
-            verbose=env.get("REPRISE_VERBOSE", "") not in ("", "0"),
+            progress=_flag("REPRISE_PROGRESS", env.get("REPRISE_PROGRESS", "")),
+            verbose=_flag("REPRISE_VERBOSE", env.get("REPRISE_VERBOSE", "")),
             local_events=local,
         )
 
 
-def _integer(name: str, text: str, minimum: int) -> int:
-    """The ASCII decimal integer ``text`` of variable ``name``, at least ``minimum``."""
+def _integer(name: str, text: str, minimum: int, maximum: int | None = None) -> int:
+    """The ASCII decimal integer ``text`` of variable ``name``, at least ``minimum`` (and at
+    most ``maximum``)."""
     if not re.fullmatch(r"\s*[0-9]+\s*", text) or int(text) < minimum:
         kind = "a positive" if minimum == 1 else "a non-negative"
         raise SettingsError(f"{name}: expected {kind} integer, got {text!r}")
+    if maximum is not None and int(text) > maximum:
+        raise SettingsError(f"{name}: at most {maximum:,}, got {text.strip()}")
     return int(text)
+
+
+def _flag(name: str, text: str) -> bool:
+    """The on/off variable ``name`` (:data:`FLAGS`; empty: off)."""
+    value = FLAGS.get(text.strip().lower()) if text.strip() else False
+    if value is None:
+        raise SettingsError(f"{name}: expected 1 or 0 (or true/false, yes/no, on/off), "
+                            f"got {text!r}")
+    return value
 
 
 def _kernel_dir(env: Mapping[str, str]) -> Path | None:
     """``REPRISE_KERNEL_DIR``, else the user's cache directory (never a shared temporary
     directory: the generated files are imported)."""
     if env.get("REPRISE_KERNEL_DIR"):
-        return Path(env["REPRISE_KERNEL_DIR"])
+        return _own_directory("REPRISE_KERNEL_DIR", Path(env["REPRISE_KERNEL_DIR"]))
     if env.get("XDG_CACHE_HOME"):
         return Path(env["XDG_CACHE_HOME"]) / "reprise" / "qre-kernels"
     try:
         return Path.home() / ".cache" / "reprise" / "qre-kernels"
     except RuntimeError:  # no home directory
         return None
+
+
+def _own_directory(name: str, path: Path) -> Path:
+    """``path`` if it is, or can be made, a directory that only this user can write to (the
+    Python files written there are imported); SettingsError naming ``name`` otherwise."""
+    path = path.expanduser()
+    existing = next(p for p in (path, *path.parents) if p.exists() or p == p.parent)
+    if not existing.is_dir():
+        raise SettingsError(f"{name}: {existing} is not a directory"
+                            + ("" if existing == path else f", so {path} cannot be made"))
+    if existing == path:
+        info = path.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise SettingsError(f"{name}: {path} can be written by other users; the files "
+                                "written there are imported: use a directory of your own")
+    return path
 
 
 def load_settings() -> Settings:

@@ -60,18 +60,28 @@ def load_kernel_function(source: str) -> Any:
 
 def _write_source(name: str, source: str) -> Path | None:
     """The path of the module file ``name`` holding exactly ``source`` (written atomically), or
-    None if there is no cache directory or it cannot be written."""
+    None if there is no cache directory, it cannot be written, or other users can write to it
+    (they could change what is imported from there, numba's cache included)."""
     directory = cache_dir()
     if directory is None:
         return None
     try:
-        path = directory.expanduser() / f"{name}.py"
+        folder = directory.expanduser()
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _own(folder):
+            return None
+        path = folder / f"{name}.py"
         if path.exists() and path.read_text() == source:
             return path
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(source)
         os.replace(partial, path)
     except (OSError, RuntimeError):  # RuntimeError: no home directory
         return None
     return path
+
+
+def _own(directory: Path) -> bool:
+    """Whether only this user can write to ``directory``."""
+    info = directory.stat()
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from ..settings import Settings, SettingsError, load_settings
+from ..settings import BACKENDS, Settings, SettingsError, load_settings
 from ..spark import delta_jars_configured, delta_jars_loadable, get_spark, session_conf
 from .base import DeltaStorage
 from .delta_rs import DeltaRsStorage
 from .delta_spark import DeltaSparkStorage
-
-BACKENDS = ("auto", "delta-rs", "delta-spark")
 
 
 def _named(backend: str | None, settings: Settings | None) -> str:

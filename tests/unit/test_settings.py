@@ -30,6 +30,7 @@ def test_every_variable_is_read():
     env = {variable(f.name): str(i + 1) for i, f in enumerate(dataclasses.fields(Settings))}
     flags = ("progress", "verbose")
     env.update({variable(f): "1" for f in flags})
+    env.update(REPRISE_DELTA_BACKEND="delta-rs", REPRISE_EXCHANGE="spark")  # (not defaults)
     s = Settings.from_env(env)
     for f in dataclasses.fields(Settings):
         value = getattr(s, f.name)
@@ -80,3 +81,76 @@ def test_an_unknown_backend_names_the_variable_or_the_option():
         open_driver_storage(settings=Settings(delta_backend="x"))
     with pytest.raises(SettingsError, match=r"^--backend: unknown Delta backend 'y'"):
         open_driver_storage("y", settings=Settings(delta_backend="x"))
+
+
+@pytest.mark.parametrize(("name", "value"), [("REPRISE_DELTA_BACKEND", "bogus"),
+                                             ("REPRISE_EXCHANGE", "shuffle")])
+def test_a_value_outside_its_choices_fails_when_the_settings_are_read(name, value):
+    # (before, only the commands that used it noticed: `reprise runs` went on silently)
+    with pytest.raises(SettingsError, match=f"^{name}: unknown value {value!r}; expected one of"):
+        Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize("value", ["10001", "1000000000000", "99999999999999999999999"])
+def test_a_bucket_count_beyond_the_limit_names_the_variable(value):
+    # (a huge count made a run whose every replay ended in an OverflowError or MemoryError)
+    with pytest.raises(SettingsError, match=r"^REPRISE_BUCKETS: at most 10,000"):
+        Settings.from_env({"REPRISE_BUCKETS": value})
+    assert Settings.from_env({"REPRISE_BUCKETS": "10000"}).buckets == 10_000
+
+
+@pytest.mark.parametrize("name", ["REPRISE_VERBOSE", "REPRISE_PROGRESS"])
+def test_on_off_variables_read_the_same_words_and_refuse_others(name):
+    field = name.removeprefix("REPRISE_").lower()
+    for text, on in [("1", True), ("true", True), ("Yes", True), ("on", True), ("", False),
+                     ("0", False), ("false", False), ("NO", False), ("off", False)]:
+        assert getattr(Settings.from_env({name: text}), field) is on, text
+    # (before, REPRISE_VERBOSE=false turned the JVM log on and REPRISE_PROGRESS=true left the
+    # bars off)
+    for text in ("abc", "2", "enabled"):
+        with pytest.raises(SettingsError, match=f"^{name}: expected 1 or 0"):
+            Settings.from_env({name: text})
+
+
+def test_a_kernel_directory_others_can_write_to_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o1777)  # like /tmp
+    for path in (shared, Path("/tmp")):
+        with pytest.raises(SettingsError, match=r"^REPRISE_KERNEL_DIR: .* can be written by "
+                                                r"other users"):
+            Settings.from_env({"REPRISE_KERNEL_DIR": str(path)})
+    own = tmp_path / "own"
+    own.mkdir(mode=0o700)
+    assert Settings.from_env({"REPRISE_KERNEL_DIR": str(own)}).kernel_dir == own
+    # one that does not exist yet is made later (mode 700) by the kernel cache
+    assert Settings.from_env({"REPRISE_KERNEL_DIR": str(own / "a" / "b")}).kernel_dir \
+        == own / "a" / "b"
+
+
+def test_a_kernel_directory_that_cannot_be_a_directory_is_refused(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(SettingsError, match=r"^REPRISE_KERNEL_DIR: .*afile is not a directory$"):
+        Settings.from_env({"REPRISE_KERNEL_DIR": str(afile)})
+    with pytest.raises(SettingsError, match=r"afile is not a directory, so .*sub cannot be made"):
+        Settings.from_env({"REPRISE_KERNEL_DIR": str(afile / "sub")})
+
+
+def test_the_kernel_cache_never_imports_from_a_directory_others_can_write_to(tmp_path):
+    from engine.qre import kernel_cache
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    source = "def kernel():\n    return 42\n"
+    before = kernel_cache.cache_dir()
+    kernel_cache.configure_cache(shared)
+    try:
+        assert kernel_cache._write_source("reprise_qre_kernel_probe", source) is None
+        assert not list(shared.iterdir())  # nothing written, nothing imported
+        shared.chmod(0o700)
+        written = kernel_cache._write_source("reprise_qre_kernel_probe", source)
+        assert written == shared / "reprise_qre_kernel_probe.py"
+    finally:
+        kernel_cache.configure_cache(before)
