@@ -7,12 +7,13 @@ import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # (typer's own click)
 from typer.core import TyperGroup
 
 from engine.catalog import Catalog, load_catalog
@@ -24,14 +25,27 @@ from .settings import Settings, load_settings
 
 
 class _Commands(TyperGroup):
-    """The commands, each printing a :class:`RepriseError` as one ``error:`` line (exit 1);
-    any other exception is a bug and keeps its traceback."""
+    """The commands, each printing a :class:`RepriseError` as one ``error:`` line (exit 1) and
+    a usage error (an unknown command or option, a missing or malformed argument) as one
+    ``error:`` line (exit 2); any other exception is a bug and keeps its traceback."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            _usage(exc)
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except RepriseError as exc:
             _fail(str(exc))
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            _usage(exc)
 
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
@@ -42,10 +56,22 @@ console = Console(width=None if sys.stdout.isatty() else 120, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 # Help texts are rich markup: "[env ...]" would be taken for a tag and vanish, hence "(env ...)".
+
+
+def _directory(text: str) -> Path:
+    """A directory option's path; an empty one is refused (it would mean the current
+    directory)."""
+    if not text.strip():
+        raise typer.BadParameter("empty path")
+    return Path(text)
+
+
 Warehouse_ = Annotated[Path | None, typer.Option(
-    "--warehouse", help="Warehouse directory (env REPRISE_WAREHOUSE, default ./warehouse)")]
+    "--warehouse", parser=_directory,
+    help="Warehouse directory (env REPRISE_WAREHOUSE, default ./warehouse)")]
 Catalog_ = Annotated[Path | None, typer.Option(
-    "--catalog", help="Catalog directory (env REPRISE_CATALOG, default the project's schemas/)")]
+    "--catalog", parser=_directory,
+    help="Catalog directory (env REPRISE_CATALOG, default the project's schemas/)")]
 Backend_ = Annotated[str | None, typer.Option(
     "--backend", help="Delta backend: auto | delta-rs | delta-spark (env REPRISE_DELTA_BACKEND, "
     "default auto)")]
@@ -60,11 +86,17 @@ def main(verbose: Annotated[bool, typer.Option(
         os.environ["REPRISE_VERBOSE"] = "1"
 
 
-def _fail(message: str) -> None:
-    """Print ``error: message`` on one line and exit 1."""
+def _fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``error: message`` on one line and exit with ``code``."""
     line = re.sub(r"\s*\n\s*", " ", message.strip())
     err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
-    raise typer.Exit(code=1)
+    raise typer.Exit(code=code)
+
+
+def _usage(exc: UsageError) -> NoReturn:
+    """Print a usage error as one ``error:`` line naming the command, and exit 2."""
+    command = exc.ctx.command_path if exc.ctx else "reprise"
+    _fail(f"{command}: {exc.format_message()} (see {command} --help)", code=2)
 
 
 def print_table(table: Table) -> None:

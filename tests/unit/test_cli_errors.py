@@ -92,3 +92,22 @@ def test_a_table_is_never_cut_without_a_terminal(capsys):
     print_table(table)
     lines = capsys.readouterr().out.splitlines()
     assert all(sum(name in line for line in lines) == 1 for name in names), lines
+
+
+def test_a_usage_error_is_one_line_naming_the_command_with_exit_2():
+    # (before: click's usage text and a boxed error over five lines)
+    cases = {("replay",): "replay: Missing argument 'QUERY...'",
+             ("nosuch",): "No such command 'nosuch'",
+             ("generate", "vitals", "--keys", "x"): "generate: Invalid value for '--keys'",
+             ("replay", "vitals_hr_1m", "--bogus"): "replay: No such option: --bogus",
+             ("--bogus", "runs"): "No such option: --bogus",
+             ("runs", "--warehouse", ""): "runs: Invalid value for '--warehouse': empty path",
+             ("plan", "vitals_hr_1m", "--catalog", " "): "Invalid value for '--catalog': empty"}
+    for args, problem in cases.items():
+        result = run(*args)
+        assert result.exit_code == 2, (args, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and problem in lines[0], \
+            (args, result.output)
+        assert "--help)" in lines[0]
+    assert "Usage:" in run().output  # no command at all: the help, as before
