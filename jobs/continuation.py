@@ -92,7 +92,9 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
         result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")
     else:
         result = extend(replay, info, log)
-    small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS))
+    # (REPRISE_LOCAL_EVENTS=0: always Spark, a continuation too)
+    small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS)
+                    if replay.settings.local_events else replay.driver_rows)
     small.share_manifests(replay)
     result.manifest = small.run(result.info, on_batch, clean=not result.clean)
     return result

@@ -190,3 +190,25 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
         last = json.loads((log / "_last_checkpoint").read_text())["version"]
         assert max(int(p.stem) for p in log.glob("*.json")) - last < 5, kind
     assert_same_as_fresh(replay, "ev_w", run_id, None)
+
+
+@pytest.mark.parametrize(("local_events", "on_spark"), [(0, True), (20_000, False)])
+def test_local_events_zero_runs_a_continuation_on_spark_too(spark, storage, monkeypatch,
+                                                            local_events, on_spark):
+    # (before, a continuation's few new events always ran in the process, although the README
+    # says REPRISE_LOCAL_EVENTS=0 always uses Spark)
+    from jobs import replay as replay_module
+    from jobs.settings import Settings
+
+    root = Path(tempfile.mkdtemp(prefix="reprise-cont-local-"))
+    small_catalog(root / "schemas")
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"),
+                    settings=Settings(local_events=local_events))
+    table = events_table(np.random.default_rng(3), 40)
+    continue_commit_by_commit(replay, "ev_w", None, [{"ev": table.slice(0, 30)}])
+    used: list[bool] = []
+    execute = replay_module.execute_direct
+    monkeypatch.setattr(replay_module, "execute_direct", lambda s, *a: used.append(
+        s is not None) or execute(s, *a))
+    continue_commit_by_commit(replay, "ev_w", None, [{"ev": table.slice(30, 10)}])
+    assert used and set(used) == {on_spark}
