@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
-from contextlib import nullcontext
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -117,6 +120,24 @@ def _catalog(settings: Settings, catalog: Path | None) -> Catalog:
     return load_catalog(catalog or settings.catalog)
 
 
+@contextmanager
+def _starting_spark() -> Iterator[None]:
+    """Say that Spark is starting; once it has, Ctrl-C ends the command with one line (PySpark's
+    own handler would cancel the jobs from inside a gateway call and end in a traceback)."""
+    with console.status("starting Spark..."):
+        yield
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupted)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C while Spark runs: end now (every write is resumable or all-or-nothing; the Spark
+    JVM exits when its gateway closes)."""
+    err.print("[bold red]error:[/] interrupted; run the same command again to resume a replay "
+              "after its last committed batch", highlight=False)
+    exit_now(130)
+
+
 class Context:
     """Settings, warehouse, catalog and a lazily built Spark session and storage for one
     command."""
@@ -136,7 +157,7 @@ class Context:
             from .spark import get_spark
             from .storage import open_storage
 
-            with console.status("starting Spark..."):
+            with _starting_spark():
                 self._storage = open_storage(get_spark(settings=self.settings), self._backend,
                                              self.settings)
         return self._storage
@@ -151,7 +172,7 @@ class Context:
 
         if self._storage is None and isinstance(
                 open_driver_storage(self._backend, self.settings), DeltaRsStorage):
-            spark = LazySpark(self.settings, lambda: console.status("starting Spark..."))
+            spark = LazySpark(self.settings, _starting_spark)
             self._storage = DeltaRsStorage(spark)  # type: ignore[arg-type]  # started on use
         return Replay(self.storage.spark, self.storage, self.warehouse, self.catalog,
                       settings=self.settings)

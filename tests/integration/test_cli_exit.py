@@ -5,6 +5,7 @@ and pyarrow threads could make a normal exit abort with status 134 now and then)
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,3 +55,32 @@ def test_time_plans_replay_in_a_process_without_spark():
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr
     assert reprise(warehouse, "validate", "hourly").returncode == 0
+
+
+def test_ctrl_c_during_a_spark_replay_is_one_line_and_the_run_resumes():
+    """SIGINT while Spark jobs run: one ``error:`` line, status 130 (PySpark's own handler
+    ended in a Py4J traceback), and the same command then completes the run."""
+    warehouse = Path(tempfile.mkdtemp(prefix="reprise-sigint-"))
+    assert reprise(warehouse, "generate", "vitals", "--keys", "20", "--events", "30000",
+                   "--commits", "3").returncode == 0
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse),
+           "REPRISE_LOCAL_EVENTS": "0", "REPRISE_BATCHES_PER_JOB": "4"}
+    args = [sys.executable, "-m", "jobs.cli", "replay", "vitals_hr_1m", "--plan", "rows:300",
+            "--run-id", "interrupted"]
+    with subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:  # the first group of batches committed: Spark is running
+            if "committed" in line:
+                break
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines() == [
+        "error: interrupted; run the same command again to resume a replay after its last "
+        "committed batch"]
+    again = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr
+    assert reprise(warehouse, "validate", "interrupted").returncode == 0
