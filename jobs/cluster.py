@@ -11,8 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
+from engine.errors import RepriseError
+
+from .jvm_stderr import jvm_log_path
 from .settings import Settings
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -25,6 +29,19 @@ SETTLE_S = 2.0
 def is_local(master: str) -> bool:
     """True for Spark's local masters (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``)."""
     return master == "local" or master.startswith("local[")
+
+
+class ClusterError(RepriseError):
+    """The cluster's SparkContext stopped (e.g. its master was never reached)."""
+
+
+def unreachable(master: str, verbose: bool) -> ClusterError:
+    """The error of a SparkContext that stopped while a command waited for it: on a cluster
+    master, the master gave up registering the application ("All masters are unresponsive")."""
+    where = "above" if verbose else f"in {jvm_log_path()}"
+    return ClusterError(f"the Spark master {master!r} (REPRISE_SPARK_MASTER) could not be reached: "
+                        f"the SparkContext stopped before the run started; the JVM's output is "
+                        f"{where}")
 
 
 def executor_count(spark: SparkSession) -> int:
@@ -65,9 +82,14 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
     if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
         return local
     sc = spark.sparkContext
-    if not is_local(sc.master):
-        wait_for_executors(lambda: executor_count(spark))
-    cores = max(2, sc.defaultParallelism)
+    try:
+        if not is_local(sc.master):
+            wait_for_executors(lambda: executor_count(spark))
+        cores = max(2, sc.defaultParallelism)
+    except Py4JJavaError as exc:
+        if not sc._jsc.sc().isStopped():
+            raise
+        raise unreachable(sc.master, settings.verbose) from exc
     if not is_local(sc.master) and not sc.getConf().contains(SHUFFLE_PARTITIONS):
         spark.conf.set(SHUFFLE_PARTITIONS, str(cores))
     return cores

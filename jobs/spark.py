@@ -8,16 +8,19 @@ overridden through :class:`~jobs.settings.Settings` (``REPRISE_SPARK_MASTER``,
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
+from pyspark import SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from engine.errors import RepriseError
 
-from .cluster import is_local
+from .cluster import SHUFFLE_PARTITIONS, is_local, unreachable
 from .code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from .jvm_stderr import jvm_log_path, jvm_stderr_quiet
 from .settings import Settings, SettingsError, load_settings
@@ -37,13 +40,47 @@ DELTA_CONF = {
 DRIVER_MEMORY = "4g"
 
 
+#: Spark's local masters (``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``, with
+#: ``local`` alone one thread) and ``local-cluster[workers,cores,memory MB]``.
+LOCAL_MASTER = re.compile(r"local(\[([0-9]+|\*)(\s*,\s*[0-9]+)?\])?")
+LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\]")
+#: The most shuffle partitions ``REPRISE_SPARK_CONF`` may ask for: on a local master they are
+#: the key buckets of a new run (one task, and one state file a commit, each).
+MAX_SHUFFLE_PARTITIONS = 10_000
+
+
+def check_master(master: str) -> None:
+    """Raise SettingsError naming REPRISE_SPARK_MASTER when ``master`` starts with ``local`` but
+    is not one of Spark's local masters, or asks for no threads, failures or workers."""
+    if not master.startswith("local"):
+        return  # Spark's launcher names any other malformed URL (see get_spark)
+    if not (LOCAL_MASTER.fullmatch(master) or LOCAL_CLUSTER_MASTER.fullmatch(master)):
+        raise SettingsError(
+            f"REPRISE_SPARK_MASTER: {master!r} is not a local master; expected local, local[N], "
+            "local[*], local[N,F], local[*,F] or local-cluster[W,C,M] (N, F, W, C, M positive "
+            "integers)")
+    if any(int(n) == 0 for n in re.findall(r"[0-9]+", master)):
+        raise SettingsError(f"REPRISE_SPARK_MASTER: {master!r} asks for 0 threads, failures or "
+                            "workers; expected positive integers")
+
+
 def _local_cores(master: str) -> int | None:
-    if not is_local(master):
+    """The threads of a local master (checked by :func:`check_master`), else None."""
+    match = LOCAL_MASTER.fullmatch(master) if is_local(master) else None
+    if match is None:
         return None
-    inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
-    if inside.split(",")[0] == "*":
-        return os.cpu_count() or 1
-    return int(inside.split(",")[0])
+    threads = match.group(2) or "1"
+    return (os.cpu_count() or 1) if threads == "*" else int(threads)
+
+
+def _shuffle_partitions(conf: Mapping[str, str]) -> None:
+    """Raise SettingsError unless ``REPRISE_SPARK_CONF``'s shuffle partition count (``conf``)
+    is an integer from 1 to :data:`MAX_SHUFFLE_PARTITIONS`."""
+    value = conf.get(SHUFFLE_PARTITIONS)
+    if value is not None and not (re.fullmatch(r"[0-9]+", value)
+                                  and 1 <= int(value) <= MAX_SHUFFLE_PARTITIONS):
+        raise SettingsError(f"REPRISE_SPARK_CONF: {SHUFFLE_PARTITIONS} must be an integer from 1 "
+                            f"to {MAX_SHUFFLE_PARTITIONS:,}, got {value!r}")
 
 
 def parse_conf(text: str) -> dict[str, str]:
@@ -67,6 +104,7 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
     """Resolve the master URL and the full conf from defaults, settings and explicit values."""
     settings = load_settings() if settings is None else settings
     master = master or settings.spark_master
+    check_master(master)
     resolved = {
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.memory": DRIVER_MEMORY,
@@ -98,7 +136,9 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.jars"] = settings.delta_jars
     if settings.delta_packages:
         resolved["spark.jars.packages"] = settings.delta_packages
-    resolved.update(parse_conf(settings.spark_conf))
+    from_env = parse_conf(settings.spark_conf)
+    _shuffle_partitions(from_env)
+    resolved.update(from_env)
     resolved.update(conf or {})
     if cores is None:  # the daemon module comes with the shipped code (jobs.code_shipping)
         paths = [EXECUTOR_PYTHONPATH, resolved.get("spark.executorEnv.PYTHONPATH", "")]
@@ -141,19 +181,31 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
             with jvm_stderr_quiet():
                 spark = builder.getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
+        if not is_local(spark.sparkContext.master):
+            ship_code(spark)
     except PySparkRuntimeError as exc:  # the JVM exited at launch (a bad master or conf)
         why = "" if settings.verbose else _jvm_failure(log, start)
         where = "above" if settings.verbose else f"in {log}"
         raise SparkStartError(
-            f"Spark did not start with master {master!r} (REPRISE_SPARK_MASTER, "
-            f"REPRISE_SPARK_CONF): {why or exc}; the JVM's output is {where}") from exc
-    if not is_local(spark.sparkContext.master):
-        ship_code(spark)
+            f"Spark did not start with master {master!r} ({', '.join(_start_inputs(settings))})"
+            f": {why or exc}; the JVM's output is {where}") from exc
+    except Py4JJavaError as exc:  # the context stopped while the session was being made
+        context = SparkContext._active_spark_context
+        if context is None or not context._jsc.sc().isStopped():
+            raise
+        raise unreachable(master, settings.verbose) from exc
     return spark
 
 
 class SparkStartError(RepriseError):
     """The JVM exited before the session started; the message names the master and why."""
+
+
+def _start_inputs(settings: Settings) -> list[str]:
+    """The variables a failed start can come from: the master's, and each other one set."""
+    return ["REPRISE_SPARK_MASTER", *(name for name, value in (
+        ("REPRISE_SPARK_CONF", settings.spark_conf), ("REPRISE_DELTA_JARS", settings.delta_jars),
+        ("REPRISE_DELTA_PACKAGES", settings.delta_packages)) if value)]
 
 
 def _jvm_failure(log: Path, start: int) -> str:

@@ -26,11 +26,23 @@ def open_storage(spark: SparkSession, backend: str | None = None,
     """Storage for ``backend`` (default: the settings' ``REPRISE_DELTA_BACKEND``)."""
     backend = _named(backend, settings)
     if backend == "delta-spark" and not delta_jars_loadable(spark):
-        raise SettingsError("Delta backend 'delta-spark' was asked for but the Delta jars are "
-                            "not loaded: set REPRISE_DELTA_JARS to the jar paths (see README)")
+        why = _jars_not_loaded(load_settings() if settings is None else settings)
+        raise SettingsError(f"Delta backend 'delta-spark' was asked for but {why}")
     if backend == "delta-spark" or (backend == "auto" and delta_jars_loadable(spark)):
         return DeltaSparkStorage(spark)
     return DeltaRsStorage(spark)
+
+
+def _jars_not_loaded(settings: Settings) -> str:
+    """Why the Delta classes are missing: the configured jars or packages lack them, or none
+    are configured."""
+    configured = [f"{name} ({value})" for name, value in (
+        ("REPRISE_DELTA_JARS", settings.delta_jars),
+        ("REPRISE_DELTA_PACKAGES", settings.delta_packages)) if value]
+    if not configured:
+        return "the Delta jars are not loaded: set REPRISE_DELTA_JARS to the jar paths (see README)"
+    return (f"the jars of {' and '.join(configured)} did not provide the Delta classes "
+            "(io.delta.tables.DeltaTable and its session extension; see README)")
 
 
 def open_driver_storage(backend: str | None = None,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from types import SimpleNamespace
 
 import pytest
+from py4j.protocol import Py4JJavaError
 
-from jobs.cluster import is_local, wait_for_executors
+from jobs.cluster import ClusterError, bucket_count, is_local, wait_for_executors
 from jobs.code_shipping import CODE_ZIP, build_code_zip, package_files
-from jobs.settings import PROJECT_ROOT
+from jobs.settings import PROJECT_ROOT, Settings
 
 
 class FakeCluster:
@@ -46,6 +48,42 @@ def test_gives_up_without_executors():
     cluster = FakeCluster([])
     assert wait_for_executors(cluster.count, cluster.clock, cluster.sleep, 5.0, 2.0) == 0
     assert 5.0 <= cluster.now < 6.0
+
+
+class StoppedContext:
+    """The JVM side of a SparkContext that stopped: the standalone master was never reached
+    ("All masters are unresponsive! Giving up."), so every call raises as Spark's does."""
+
+    def __init__(self, stopped: bool = True) -> None:
+        self.stopped = stopped
+
+    def isStopped(self) -> bool:
+        return self.stopped
+
+    def getExecutorMemoryStatus(self) -> None:
+        raise Py4JJavaError("An error occurred while calling o1.getExecutorMemoryStatus",
+                            SimpleNamespace(_target_id="o2"))
+
+
+def stopped_session(stopped: bool = True) -> SimpleNamespace:
+    jvm = StoppedContext(stopped)
+    return SimpleNamespace(sparkContext=SimpleNamespace(
+        master="spark://127.0.0.1:1", _jsc=SimpleNamespace(sc=lambda: jvm)))
+
+
+def test_a_cluster_master_that_stopped_the_context_is_one_error_naming_it():
+    # before: a Py4JJavaError traceback ("Cannot call methods on a stopped SparkContext")
+    with pytest.raises(ClusterError, match=(
+            r"^the Spark master 'spark://127\.0\.0\.1:1' \(REPRISE_SPARK_MASTER\) could not be "
+            r"reached: the SparkContext stopped before the run started; the JVM's output is in ")):
+        bucket_count(stopped_session(), Settings())
+    with pytest.raises(ClusterError, match=r"output is above$"):
+        bucket_count(stopped_session(), Settings(verbose=True))
+
+
+def test_a_java_error_of_a_running_context_is_not_taken_for_an_unreachable_master():
+    with pytest.raises(Py4JJavaError):
+        bucket_count(stopped_session(stopped=False), Settings())
 
 
 @pytest.mark.parametrize(("master", "local"), [

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from types import SimpleNamespace
 
 import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark import SparkContext
+from pyspark.errors import PySparkRuntimeError
 
+from jobs.cluster import ClusterError
 from jobs.code_shipping import CODE_ZIP
 from jobs.settings import Settings, SettingsError
-from jobs.spark import DELTA_CONF, delta_jars_configured, parse_conf, session_conf
+from jobs.spark import (
+    DELTA_CONF,
+    SparkStartError,
+    delta_jars_configured,
+    get_spark,
+    parse_conf,
+    session_conf,
+)
 from jobs.storage import BACKENDS, open_storage
 
 
@@ -201,3 +214,129 @@ def test_open_storage_rejects_unknown_backend():
         open_storage(None, "nope")  # rejected before the session is touched
     for name in BACKENDS:
         assert name in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "1.5", "", "10001"])
+def test_a_bad_shuffle_partition_count_names_the_variable_and_the_key(value):
+    # before: `abc` was a ValueError traceback (jobs/lazy_spark.py), `-1` a run of -1 buckets
+    env = {"REPRISE_SPARK_CONF": f"a=1; spark.sql.shuffle.partitions={value}"}
+    for master in ("local[2]", "spark://host:7077"):
+        with pytest.raises(SettingsError, match=(
+                r"^REPRISE_SPARK_CONF: spark\.sql\.shuffle\.partitions must be an integer from 1 "
+                rf"to 10,000, got {value!r}$")):
+            session_conf(master, settings=env_settings(env))
+
+
+@pytest.mark.parametrize("value", ["1", "7", "10000"])
+def test_a_good_shuffle_partition_count_is_kept(value):
+    env = {"REPRISE_SPARK_CONF": f"spark.sql.shuffle.partitions={value}"}
+    assert session_conf("local[2]", settings=env_settings(env))[1][
+        "spark.sql.shuffle.partitions"] == value
+
+
+@pytest.mark.parametrize("master", [
+    "local[abc]", "local[]", "local[2", "local[ 2]", "local[2,]", "local[2,x]", "local[-2]",
+    "local2", "localhost", "local[2,1,1]", "local-cluster[2,1]", "local-cluster[a,1,1024]"])
+def test_a_malformed_local_master_names_the_variable(master):
+    # before: `local[abc]` was a ValueError traceback from _local_cores, `local[-2]` a Py4J one
+    with pytest.raises(SettingsError, match=rf"^REPRISE_SPARK_MASTER: {re.escape(repr(master))} "
+                                            "is not a local master; expected local, local\\[N\\]"):
+        session_conf(settings=env_settings({"REPRISE_SPARK_MASTER": master}))
+
+
+@pytest.mark.parametrize("master", ["local[0]", "local[2,0]", "local[*,0]",
+                                    "local-cluster[0,1,1024]", "local-cluster[2,1,0]"])
+def test_a_local_master_with_nothing_to_run_on_names_the_variable(master):
+    # before: `local[0]` started the JVM and failed there with a Py4J traceback
+    with pytest.raises(SettingsError, match=rf"^REPRISE_SPARK_MASTER: {re.escape(repr(master))} "
+                                            "asks for 0 threads"):
+        session_conf(settings=env_settings({"REPRISE_SPARK_MASTER": master}))
+
+
+@pytest.mark.parametrize(("master", "partitions"), [
+    ("local[2, 3]", "2"), ("local[*,3]", "6"), ("local[16]", "16")])
+def test_spark_local_masters_with_failures_or_many_threads_are_accepted(monkeypatch, master,
+                                                                        partitions):
+    monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: 6)
+    assert session_conf(master, settings=env_settings({}))[1][
+        "spark.sql.shuffle.partitions"] == partitions
+
+
+def test_a_local_cluster_master_is_accepted_as_a_cluster():
+    _, conf = session_conf("local-cluster[2, 1, 1024]", settings=env_settings({}))
+    assert "spark.driver.bindAddress" not in conf
+
+
+class _FailingBuilder:
+    """SparkSession.builder whose JVM exits at launch (no JVM is started), or whose context
+    stopped while the session was being made (``error``)."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error or PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED",
+                                                  messageParameters={})
+
+    def master(self, _: str) -> _FailingBuilder:
+        return self
+
+    appName = master
+
+    def config(self, *_: str) -> _FailingBuilder:
+        return self
+
+    def getOrCreate(self) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({}, "(REPRISE_SPARK_MASTER)"),
+    ({"REPRISE_DELTA_PACKAGES": "io.delta:delta-spark_2.13:4.0.0"},
+     "(REPRISE_SPARK_MASTER, REPRISE_DELTA_PACKAGES)"),
+    ({"REPRISE_SPARK_CONF": "a=1", "REPRISE_DELTA_JARS": "JARS"},
+     "(REPRISE_SPARK_MASTER, REPRISE_SPARK_CONF, REPRISE_DELTA_JARS)"),
+])
+def test_a_failed_start_names_the_variables_that_were_set(monkeypatch, jars, env, named):
+    # before: always "(REPRISE_SPARK_MASTER, REPRISE_SPARK_CONF)", never the Delta variables
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # get_spark sets it
+    monkeypatch.setattr("jobs.spark.SparkSession", SimpleNamespace(builder=_FailingBuilder()))
+    monkeypatch.setattr("jobs.spark._jvm_failure", lambda *_: ":: loading settings")
+    env = {k: jars if v == "JARS" else v for k, v in env.items()}
+    with pytest.raises(SparkStartError) as info:
+        get_spark(settings=env_settings(env))
+    assert str(info.value).startswith(
+        f"Spark did not start with master 'local[*]' {named}: :: loading settings; ")
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"REPRISE_DELTA_JARS": "/etc/hostname"}, "REPRISE_DELTA_JARS (/etc/hostname)"),
+    ({"REPRISE_DELTA_PACKAGES": "org.example:x:1"}, "REPRISE_DELTA_PACKAGES (org.example:x:1)")])
+def test_configured_jars_without_the_delta_classes_are_named(monkeypatch, env, named):
+    # before: "the Delta jars are not loaded: set REPRISE_DELTA_JARS" although it was set
+    monkeypatch.setattr("jobs.storage.select.delta_jars_loadable", lambda _: False)
+    with pytest.raises(SettingsError, match=rf"^Delta backend 'delta-spark' was asked for but "
+                                            rf"the jars of {re.escape(named)} did not provide "
+                                            "the Delta classes"):
+        open_storage(object(), "delta-spark", env_settings(env))
+    with pytest.raises(SettingsError, match="not loaded: set REPRISE_DELTA_JARS"):
+        open_storage(object(), "delta-spark", env_settings({}))
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_context_that_stopped_while_starting_names_the_master(monkeypatch, stopped):
+    # before: a Py4JJavaError traceback from the SparkSession constructor ("Cannot call methods
+    # on a stopped SparkContext") when an unreachable standalone master gave up meanwhile
+    error = Py4JJavaError("An error occurred while calling None.SparkSession",
+                          SimpleNamespace(_target_id="o1"))
+    jvm = SimpleNamespace(isStopped=lambda: stopped)
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # get_spark sets it
+    monkeypatch.setattr("jobs.spark.SparkSession", SimpleNamespace(builder=_FailingBuilder(error)))
+    monkeypatch.setattr(SparkContext, "_active_spark_context",
+                        SimpleNamespace(_jsc=SimpleNamespace(sc=lambda: jvm)))
+    settings = env_settings({"REPRISE_SPARK_MASTER": "spark://127.0.0.1:1"})
+    if not stopped:  # another Java error is not taken for an unreachable master
+        with pytest.raises(Py4JJavaError):
+            get_spark(settings=settings)
+        return
+    with pytest.raises(ClusterError, match=(
+            r"^the Spark master 'spark://127\.0\.0\.1:1' \(REPRISE_SPARK_MASTER\) could not be "
+            "reached: the SparkContext stopped before the run started; the JVM's output is in ")):
+        get_spark(settings=settings)
