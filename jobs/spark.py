@@ -23,7 +23,7 @@ from engine.errors import RepriseError
 from .cluster import SHUFFLE_PARTITIONS, is_local, unreachable
 from .code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from .jvm_stderr import jvm_log_path, jvm_stderr_quiet
-from .settings import Settings, SettingsError, load_settings
+from .settings import MAX_BUCKETS, Settings, SettingsError, load_settings
 
 LOOPBACK = "127.0.0.1"
 #: Errors only (see :func:`session_conf`; ``REPRISE_VERBOSE=1`` keeps Spark's own profile).
@@ -44,9 +44,6 @@ DRIVER_MEMORY = "4g"
 #: ``local`` alone one thread) and ``local-cluster[workers,cores,memory MB]``.
 LOCAL_MASTER = re.compile(r"local(\[([0-9]+|\*)(\s*,\s*[0-9]+)?\])?")
 LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\]")
-#: The most shuffle partitions ``REPRISE_SPARK_CONF`` may ask for: on a local master they are
-#: the key buckets of a new run (one task, and one state file a commit, each).
-MAX_SHUFFLE_PARTITIONS = 10_000
 
 
 def check_master(master: str) -> None:
@@ -75,12 +72,12 @@ def _local_cores(master: str) -> int | None:
 
 def _shuffle_partitions(conf: Mapping[str, str]) -> None:
     """Raise SettingsError unless ``REPRISE_SPARK_CONF``'s shuffle partition count (``conf``)
-    is an integer from 1 to :data:`MAX_SHUFFLE_PARTITIONS`."""
+    is an integer from 1 to :data:`MAX_BUCKETS`."""
     value = conf.get(SHUFFLE_PARTITIONS)
     if value is not None and not (re.fullmatch(r"[0-9]+", value)
-                                  and 1 <= int(value) <= MAX_SHUFFLE_PARTITIONS):
+                                  and 1 <= int(value) <= MAX_BUCKETS):
         raise SettingsError(f"REPRISE_SPARK_CONF: {SHUFFLE_PARTITIONS} must be an integer from 1 "
-                            f"to {MAX_SHUFFLE_PARTITIONS:,}, got {value!r}")
+                            f"to {MAX_BUCKETS:,}, got {value!r}")
 
 
 def parse_conf(text: str) -> dict[str, str]:
