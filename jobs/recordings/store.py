@@ -12,7 +12,8 @@ import pyarrow as pa
 from engine.catalog import Catalog, RecordingSpec
 from engine.errors import RepriseError
 
-from ..storage import DeltaStorage
+from ..staging import stage_table
+from ..storage import DeltaStorage, StagedFile
 from ..warehouse import Warehouse
 from .commits import (
     FILES_KEY,
@@ -126,12 +127,21 @@ def record_files(storage: DeltaStorage, warehouse: Warehouse, spec: RecordingSpe
     record_id = new_record_id()
     bad = [r.quarantined for r in results if r.quarantined.num_rows]
     if bad:
-        storage.write(pa.concat_tables(bad).cast(QUARANTINE_SCHEMA), quarantine,
-                      metadata={RECORD_KEY: record_id})
+        storage.commit_files(quarantine, _staged(storage, quarantine, bad), QUARANTINE_SCHEMA,
+                             metadata={RECORD_KEY: record_id})
     written = [r for r in reports if r.skipped is None]
     listed = files_metadata(RecordedFile(r.source, r.sha256, r.rows, r.recorded, r.quarantined)
                             for r in written)
-    version = storage.write(pa.concat_tables([r.good for r in results]), recording,
-                            txn=record_txn(record_id),
-                            metadata={RECORD_KEY: record_id, FILES_KEY: listed}).version
+    good = [r.good for r in results if r.good.num_rows]
+    version = storage.commit_files(recording, _staged(storage, recording, good),
+                                   spec.arrow_schema(), txn=record_txn(record_id),
+                                   metadata={RECORD_KEY: record_id, FILES_KEY: listed}).version
     return [r if r.skipped else replace(r, version=version) for r in reports]
+
+
+def _staged(storage: DeltaStorage, path: str, tables: list[pa.Table]) -> list[StagedFile]:
+    """``tables`` one after the other as one Parquet file for a commit on ``path`` (none when
+    there are none), written by pyarrow, which keeps the rows in order: delta-rs's
+    ``write_deltalake`` writes a table of several chunks in an order of its own (a recording's
+    row order is its arrival order)."""
+    return [stage_table(storage, path, pa.concat_tables(tables))] if tables else []

@@ -6,10 +6,13 @@ import hashlib
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
+from jobs.arrival import input_index
 from jobs.cli import app
 from jobs.recordings.commits import FILES_KEY, RECORD_KEY, quarantine_rows
 from jobs.recordings.store import record_files
@@ -99,13 +102,69 @@ def test_the_same_content_twice_in_one_command_is_recorded_once(wh, storage, fil
     assert tables(storage, wh) == (["p1", "p3"], [(str(files[0]), 3)])
 
 
+def arrival(storage, wh: Warehouse, version: int) -> list[str]:
+    """The recording's ``patient_id`` in arrival order at ``version``, as a replay numbers its
+    events (:func:`jobs.arrival.input_index`: files with the offset of their first row), read
+    from the Parquet part files themselves."""
+    ids: list[str] = []
+    for f in input_index(storage, wh.recording("vitals"), version):
+        assert f.offset == len(ids)
+        part = pq.read_table(f.uri.removeprefix("file://")).column("patient_id").to_pylist()
+        assert len(part) == f.rows
+        ids += part
+    return ids
+
+
+def _mixed(folder: Path) -> list[Path]:
+    """Files of three formats, given neither in name order nor grouped by format, each with a
+    row that does not fit between good ones (and a repeat of an earlier file)."""
+    folder.mkdir()
+    ts = "2026-01-01T00:00:00Z"
+    (folder / "z.csv").write_text(f"patient_id,ts,heart_rate\nz1,{ts},70\nzx,{ts},abc\n"
+                                  f"z2,{ts},71\nz3,{ts},72\n")
+    (folder / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [
+        {"patient_id": "m1", "ts": ts}, {"patient_id": "m2", "ts": ts},
+        {"patient_id": "mx"}, {"patient_id": "m3", "ts": ts}]))
+    pq.write_table(pa.table({"patient_id": ["b1", "bx", "b2"], "ts": [ts] * 3,
+                             "heart_rate": ["60", "x", "61"]}), folder / "b.parquet")
+    (folder / "again.csv").write_bytes((folder / "z.csv").read_bytes())
+    (folder / "y.jsonl").write_text(json.dumps({"patient_id": "y1", "ts": ts}) + "\n")
+    (folder / "a.csv").write_text(f"patient_id,ts\na1,{ts}\na2,{ts}\n")
+    return [folder / n for n in
+            ("z.csv", "m.jsonl", "b.parquet", "again.csv", "y.jsonl", "a.csv")]
+
+
+def test_rows_arrive_in_the_order_of_the_files_then_of_their_rows(wh, storage,
+                                                                   tmp_path) -> None:
+    files = _mixed(tmp_path / "in")
+    result = reprise(wh, "record", "vitals", *map(str, files))
+    assert result.exit_code == 0, result.output
+    first = ["z1", "z2", "z3", "m1", "m2", "m3", "b1", "b2", "y1", "a1", "a2"]
+    assert arrival(storage, wh, 0) == first
+    bad = quarantine_rows(storage, wh.recording("vitals"), wh.quarantine("vitals"))
+    assert list(zip(bad.column("source").to_pylist(), bad.column("line").to_pylist(),
+                    strict=True)) == [(str(files[0]), 3), (str(files[1]), 3),
+                                      (str(files[2]), 2)]
+    assert [f["source"] for f in json.loads(storage.history(wh.recording("vitals"))[0][
+        FILES_KEY])] == [str(f) for f in files if f.name != "again.csv"]
+
+    z, m, b, _, y, a = files
+    assert reprise(wh, "record", "vitals", str(a), str(b), str(z), "--again").exit_code == 0
+    assert arrival(storage, wh, 1) == [*first, "a1", "a2", "b1", "b2", "z1", "z2", "z3"]
+    n = tmp_path / "in" / "n.csv"
+    n.write_text("patient_id,ts\nn1,2026-01-01T00:00:00Z\n")
+    result = reprise(wh, "record", "vitals", str(y), str(n), str(m))
+    assert result.exit_code == 0, result.output
+    assert arrival(storage, wh, 2)[len(first) + 7:] == ["n1"]  # y.jsonl, m.jsonl: skipped
+
+
 class DiesAfterQuarantine(DeltaRsStorage):
     """Raises on the recording commit, as a process killed between the two commits would stop."""
 
-    def write(self, data, path, **kwargs):
+    def commit_files(self, path, files, schema, **kwargs):
         if "/recordings/" in path:
             raise SystemExit("killed")
-        return super().write(data, path, **kwargs)
+        return super().commit_files(path, files, schema, **kwargs)
 
 
 def test_an_orphaned_quarantine_commit_is_hidden_then_rolled_back(wh, storage, files) -> None:
