@@ -370,6 +370,8 @@ class DeltaRsStorage(DeltaStorage):
                 data = data.toArrow()  # predicate overwrite goes through delta-rs itself
             else:
                 return self._write_spark(data, path, mode=mode, txn=txn, metadata=metadata)
+        if isinstance(data, pa.Table):  # delta-rs writes the chunks of a table in an order of
+            data = data.combine_chunks()  # its own; the row order is the arrival order
         try:
             write_deltalake(_local(path), data, mode=mode, predicate=predicate,
                             commit_properties=_props(txn, metadata))

@@ -307,6 +307,16 @@ def test_files_list_live_files_with_adding_version(backend, tmp_path):
     assert [f.commit_version for f in backend.files(path, 2)] == [0, 1, 2]
 
 
+def test_a_table_of_several_chunks_is_written_in_its_row_order(backend, tmp_path):
+    # (delta-rs wrote the chunks of [3], [1], [2], [5], [4] as 3, 2, 4, 1, 5: a recording's row
+    # order is its arrival order)
+    path = table_path(tmp_path)
+    ns = [3, 1, 2, 5, 4, 9, 0]
+    backend.write(pa.concat_tables([batch([n]) for n in ns]), path)
+    (only,) = backend.files(path, 0)
+    assert pq.read_table(only.uri).column("n").to_pylist() == ns
+
+
 def test_read_positioned_gives_file_and_row_index(backend, tmp_path):
     path = table_path(tmp_path)
     backend.write(batch(list(range(5))), path)
