@@ -142,6 +142,15 @@ def _unknown_field(doc: dict, known: set[str] | frozenset[str], source: str) -> 
         raise CatalogError(source, unknown[0], "unknown field")
 
 
+def check_fields(mapping: dict, known: tuple[str, ...], source: str, prefix: str) -> None:
+    """Refuse a key of the nested ``mapping`` (the field ``prefix``) that is not in ``known``:
+    ``<file>: field '<prefix>.<key>': unknown field (expected <known>)``."""
+    unknown = sorted(set(map(str, mapping)) - set(known))
+    if unknown:
+        raise CatalogError(source, f"{prefix}.{unknown[0]}",
+                           f"unknown field (expected {', '.join(known)})")
+
+
 def _load_yaml(path: Path) -> dict:
     """The top-level mapping of a YAML file; any problem is a CatalogError naming the file."""
     try:
@@ -193,6 +202,10 @@ def parse_recording(doc: dict, source: str = "<inline>") -> RecordingSpec:
                          description=str(doc.get("description", "")), source=source)
 
 
+#: ``batch.by`` -> the fields of a catalog batch plan of that kind.
+_BATCH_FIELDS = {"commit": ("by",), "rows": ("by", "rows"), "time": ("by", "every")}
+
+
 def _parse_batch(value: Any, source: str) -> BatchSpec:
     if value is None:
         return BatchSpec()
@@ -200,6 +213,8 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
         raise CatalogError(source, "batch", "expected a mapping such as {by: commit}, "
                            "{by: rows, rows: 1000} or {by: time, every: 1h}")
     by = value["by"]
+    if isinstance(by, str) and by in _BATCH_FIELDS:
+        check_fields(value, _BATCH_FIELDS[by], source, "batch")
     if by == "commit":
         return BatchSpec()
     if by == "rows":
