@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import sqlglot
@@ -355,7 +355,7 @@ class Catalog:
     """The recordings and queries of a catalog directory, and the files that failed to load.
 
     A file that fails does not hide the others: asking for its name (its file name without
-    ``.yaml``, or the name it shares with another file) raises its error.
+    ``.yaml``, which its ``name:`` must be) raises its error.
     """
 
     recordings: dict[str, RecordingSpec]
@@ -399,45 +399,44 @@ class Catalog:
                           f"(known: {known}{failed})")
 
 
+_Spec = TypeVar("_Spec", RecordingSpec, QuerySpec)
+
+
 def load_catalog(root: str | Path) -> Catalog:
     """Load ``root/recordings/*.yaml`` and ``root/queries/*.yaml``.
 
-    Never raises for a file: a file that is not valid (or defines a name another file also
-    defines) is kept as its CatalogError, raised when its name is asked for.
+    Never raises for a file: a file that is not valid (or whose ``name:`` is not its file name
+    without ``.yaml``) is kept as its CatalogError, raised when its file name is asked for.
     """
     root = Path(root).resolve()
     recordings: dict[str, RecordingSpec] = {}
     broken_recordings: dict[str, CatalogError] = {}
     for path in sorted((root / "recordings").glob("*.yaml")):
         try:
-            spec = parse_recording(_load_yaml(path), str(path))
+            recording = _named_after(path, parse_recording(_load_yaml(path), str(path)))
         except CatalogError as exc:
             broken_recordings[path.stem] = exc
         else:
-            _add(spec, recordings, broken_recordings, "recording")
+            recordings[recording.name] = recording
     queries: dict[str, QuerySpec] = {}
     broken_queries: dict[str, CatalogError] = {}
     for path in sorted((root / "queries").glob("*.yaml")):
         try:
-            spec = parse_query(_load_yaml(path), recordings, str(path))
+            query = _named_after(path, parse_query(_load_yaml(path), recordings, str(path)))
         except CatalogError as exc:
             broken_queries[path.stem] = _blame_input(exc, broken_recordings)
         else:
-            _add(spec, queries, broken_queries, "query")
+            queries[query.name] = query
     return Catalog(recordings, queries, root, broken_recordings, broken_queries)
 
 
-def _add(spec: RecordingSpec | QuerySpec, loaded: dict, broken: dict[str, CatalogError],
-         what: str) -> None:
-    """Add ``spec`` under its name, unless another file defines it (the name is then broken)."""
-    if spec.name in broken:
-        return
-    if spec.name in loaded:
-        first = loaded.pop(spec.name)
-        broken[spec.name] = CatalogError(spec.source, "name", f"{what} {spec.name!r} is also "
-                                         f"defined in {first.source}")
-        return
-    loaded[spec.name] = spec
+def _named_after(path: Path, spec: _Spec) -> _Spec:
+    """``spec``, if its name is its file's name (so a name is defined by one file, found by
+    that name)."""
+    if spec.name != path.stem:
+        raise CatalogError(spec.source, "name", f"{spec.name!r} is not the file's name "
+                           f"{path.stem!r}")
+    return spec
 
 
 def _blame_input(exc: CatalogError, broken_recordings: dict[str, CatalogError]) -> CatalogError:
