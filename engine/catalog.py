@@ -330,8 +330,12 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
         if not re.fullmatch(_IDENTIFIER, str(name)) or name in rec.columns:
             raise CatalogError(source, where, f"{name!r} must be an identifier that is not a "
                                f"column of recording {rec.name!r}")
-        if not isinstance(body, dict) or set(body) != {"sql", "type"}:
+        if not isinstance(body, dict):
             raise CatalogError(source, where, "expected {sql: EXPR, type: T}")
+        check_fields(body, ("sql", "type"), source, where)
+        for part in ("sql", "type"):
+            if part not in body:
+                raise CatalogError(source, f"{where}.{part}", "is required")
         if not isinstance(body["type"], str) or body["type"] not in COLUMN_TYPES:
             raise CatalogError(source, f"{where}.type", f"expected one of "
                                f"{', '.join(COLUMN_TYPES)}, got {body['type']!r}")

@@ -100,6 +100,8 @@ def test_the_full_syntax_parses():
      "not a built-in aggregate"),
     ({"x": "count()"}, {"udafs": {"rms": {k: RMS[k] for k in ("init", "add", "merge")}}},
      "query.udafs.rms.finish", "is required"),
+    ({"x": "count()"}, {"udafs": {"rms": {**RMS, "merj": "(a, b) -> a"}}},
+     "query.udafs.rms.merj", "unknown field (expected init, add, merge, finish)"),
     ({"x": "count()"}, {"emit": "sometimes"}, "query.emit", "expected close or updates"),
     ({"x": "count()"}, {"windw": {}}, "query.windw", "unknown field"),
     ({"final": "count()"}, {}, "query.aggregates.final", "reserved"),
