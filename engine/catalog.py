@@ -445,11 +445,15 @@ def _named_after(path: Path, spec: _Spec) -> _Spec:
 
 def _blame_input(exc: CatalogError, broken_recordings: dict[str, CatalogError]) -> CatalogError:
     """``exc``, naming the recording file's own error when the query reads a recording whose
-    file failed to load."""
-    if not exc.field.startswith("input"):
+    file failed to load, else listing the recording files that failed (one may be meant)."""
+    if not exc.field.startswith("input") or not broken_recordings:
         return exc
     for name, problem in broken_recordings.items():
         if exc.problem.startswith(f"unknown recording {name!r}"):
             return CatalogError(exc.source, exc.field,
                                 f"recording {name!r} failed to load: {problem}")
+    if exc.problem.startswith("unknown recording ") and exc.problem.endswith(")"):
+        failed = ", ".join(sorted(broken_recordings))
+        return CatalogError(exc.source, exc.field,
+                            f"{exc.problem[:-1]}; files that failed to load: {failed})")
     return exc

@@ -107,6 +107,16 @@ def test_a_name_other_than_the_file_name_fails_that_file(schemas, folder, origin
         catalog.check()
 
 
+def test_a_query_of_a_recording_whose_file_has_another_name_lists_the_failed_files(schemas):
+    (schemas / "recordings" / "vitals.yaml").rename(schemas / "recordings" / "tst2.yaml")
+    catalog = load_catalog(schemas)
+    with pytest.raises(CatalogError) as info:
+        catalog.query("vitals_hr_1m")
+    assert info.value.field == "input" and info.value.problem == (
+        "unknown recording 'vitals' (known: ad_campaigns, ads, ticks; files that failed to "
+        "load: tst2)")
+
+
 def test_unknown_names_say_which_catalog_was_read(tmp_path, schemas):
     with pytest.raises(UnknownName, match=rf"catalog directory {tmp_path / 'none'} does not "
                                           "exist"):
