@@ -44,7 +44,7 @@ def main() -> None:
         schemas = b.root / "schemas"
         shutil.copytree(ROOT / "schemas" / "recordings", schemas / "recordings")
         (schemas / "queries").mkdir()
-        (schemas / "queries" / "bench.yaml").write_text(
+        (schemas / "queries" / "bench_sliding.yaml").write_text(
             QUERY.format(size=args.size, slide=args.slide))
         catalog = load_catalog(schemas)
         warehouse = b.vitals(catalog, "warehouse", args.events, args.keys, 20)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import sqlglot
@@ -142,6 +142,15 @@ def _unknown_field(doc: dict, known: set[str] | frozenset[str], source: str) -> 
         raise CatalogError(source, unknown[0], "unknown field")
 
 
+def check_fields(mapping: dict, known: tuple[str, ...], source: str, prefix: str) -> None:
+    """Refuse a key of the nested ``mapping`` (the field ``prefix``) that is not in ``known``:
+    ``<file>: field '<prefix>.<key>': unknown field (expected <known>)``."""
+    unknown = sorted(set(map(str, mapping)) - set(known))
+    if unknown:
+        raise CatalogError(source, f"{prefix}.{unknown[0]}",
+                           f"unknown field (expected {', '.join(known)})")
+
+
 def _load_yaml(path: Path) -> dict:
     """The top-level mapping of a YAML file; any problem is a CatalogError naming the file."""
     try:
@@ -193,6 +202,10 @@ def parse_recording(doc: dict, source: str = "<inline>") -> RecordingSpec:
                          description=str(doc.get("description", "")), source=source)
 
 
+#: ``batch.by`` -> the fields of a catalog batch plan of that kind.
+_BATCH_FIELDS = {"commit": ("by",), "rows": ("by", "rows"), "time": ("by", "every")}
+
+
 def _parse_batch(value: Any, source: str) -> BatchSpec:
     if value is None:
         return BatchSpec()
@@ -200,6 +213,8 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
         raise CatalogError(source, "batch", "expected a mapping such as {by: commit}, "
                            "{by: rows, rows: 1000} or {by: time, every: 1h}")
     by = value["by"]
+    if isinstance(by, str) and by in _BATCH_FIELDS:
+        check_fields(value, _BATCH_FIELDS[by], source, "batch")
     if by == "commit":
         return BatchSpec()
     if by == "rows":
@@ -315,8 +330,12 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
         if not re.fullmatch(_IDENTIFIER, str(name)) or name in rec.columns:
             raise CatalogError(source, where, f"{name!r} must be an identifier that is not a "
                                f"column of recording {rec.name!r}")
-        if not isinstance(body, dict) or set(body) != {"sql", "type"}:
+        if not isinstance(body, dict):
             raise CatalogError(source, where, "expected {sql: EXPR, type: T}")
+        check_fields(body, ("sql", "type"), source, where)
+        for part in ("sql", "type"):
+            if part not in body:
+                raise CatalogError(source, f"{where}.{part}", "is required")
         if not isinstance(body["type"], str) or body["type"] not in COLUMN_TYPES:
             raise CatalogError(source, f"{where}.type", f"expected one of "
                                f"{', '.join(COLUMN_TYPES)}, got {body['type']!r}")
@@ -340,7 +359,7 @@ class Catalog:
     """The recordings and queries of a catalog directory, and the files that failed to load.
 
     A file that fails does not hide the others: asking for its name (its file name without
-    ``.yaml``, or the name it shares with another file) raises its error.
+    ``.yaml``, which its ``name:`` must be) raises its error.
     """
 
     recordings: dict[str, RecordingSpec]
@@ -384,54 +403,57 @@ class Catalog:
                           f"(known: {known}{failed})")
 
 
+_Spec = TypeVar("_Spec", RecordingSpec, QuerySpec)
+
+
 def load_catalog(root: str | Path) -> Catalog:
     """Load ``root/recordings/*.yaml`` and ``root/queries/*.yaml``.
 
-    Never raises for a file: a file that is not valid (or defines a name another file also
-    defines) is kept as its CatalogError, raised when its name is asked for.
+    Never raises for a file: a file that is not valid (or whose ``name:`` is not its file name
+    without ``.yaml``) is kept as its CatalogError, raised when its file name is asked for.
     """
     root = Path(root).resolve()
     recordings: dict[str, RecordingSpec] = {}
     broken_recordings: dict[str, CatalogError] = {}
     for path in sorted((root / "recordings").glob("*.yaml")):
         try:
-            spec = parse_recording(_load_yaml(path), str(path))
+            recording = _named_after(path, parse_recording(_load_yaml(path), str(path)))
         except CatalogError as exc:
             broken_recordings[path.stem] = exc
         else:
-            _add(spec, recordings, broken_recordings, "recording")
+            recordings[recording.name] = recording
     queries: dict[str, QuerySpec] = {}
     broken_queries: dict[str, CatalogError] = {}
     for path in sorted((root / "queries").glob("*.yaml")):
         try:
-            spec = parse_query(_load_yaml(path), recordings, str(path))
+            query = _named_after(path, parse_query(_load_yaml(path), recordings, str(path)))
         except CatalogError as exc:
             broken_queries[path.stem] = _blame_input(exc, broken_recordings)
         else:
-            _add(spec, queries, broken_queries, "query")
+            queries[query.name] = query
     return Catalog(recordings, queries, root, broken_recordings, broken_queries)
 
 
-def _add(spec: RecordingSpec | QuerySpec, loaded: dict, broken: dict[str, CatalogError],
-         what: str) -> None:
-    """Add ``spec`` under its name, unless another file defines it (the name is then broken)."""
-    if spec.name in broken:
-        return
-    if spec.name in loaded:
-        first = loaded.pop(spec.name)
-        broken[spec.name] = CatalogError(spec.source, "name", f"{what} {spec.name!r} is also "
-                                         f"defined in {first.source}")
-        return
-    loaded[spec.name] = spec
+def _named_after(path: Path, spec: _Spec) -> _Spec:
+    """``spec``, if its name is its file's name (so a name is defined by one file, found by
+    that name)."""
+    if spec.name != path.stem:
+        raise CatalogError(spec.source, "name", f"{spec.name!r} is not the file's name "
+                           f"{path.stem!r}")
+    return spec
 
 
 def _blame_input(exc: CatalogError, broken_recordings: dict[str, CatalogError]) -> CatalogError:
     """``exc``, naming the recording file's own error when the query reads a recording whose
-    file failed to load."""
-    if not exc.field.startswith("input"):
+    file failed to load, else listing the recording files that failed (one may be meant)."""
+    if not exc.field.startswith("input") or not broken_recordings:
         return exc
     for name, problem in broken_recordings.items():
         if exc.problem.startswith(f"unknown recording {name!r}"):
             return CatalogError(exc.source, exc.field,
                                 f"recording {name!r} failed to load: {problem}")
+    if exc.problem.startswith("unknown recording ") and exc.problem.endswith(")"):
+        failed = ", ".join(sorted(broken_recordings))
+        return CatalogError(exc.source, exc.field,
+                            f"{exc.problem[:-1]}; files that failed to load: {failed})")
     return exc

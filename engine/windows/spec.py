@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import CatalogError, QuerySpec, RecordingSpec, parse_duration_us
+from ..catalog import CatalogError, QuerySpec, RecordingSpec, check_fields, parse_duration_us
 from ..predicate import Pred, PredicateError, parse_predicate
 from .having import CATALOG_TYPES
 from .udaf import Udaf, UdafError, parse_udaf
@@ -16,6 +16,9 @@ from .udaf import Udaf, UdafError, parse_udaf
 #: Window kind -> the shape fields of :class:`WindowSpec` it sets.
 SHAPE = {"tumbling": ("size_us",), "sliding": ("size_us", "slide_us"),
          "session": ("gap_us",), "count": ("size_events", "every_events")}
+#: Window kind -> the fields of its ``query.window`` mapping.
+WINDOW_FIELDS = {"tumbling": ("type", "size"), "sliding": ("type", "size", "slide"),
+                 "session": ("type", "gap"), "count": ("type", "size", "every")}
 WINDOW_KINDS = tuple(SHAPE)
 #: The longest window size, slide, gap and lateness: 100 years (36500d). Event times are int64
 #: microseconds; with every duration below 2^52 us, window ends, watermarks and slice arithmetic
@@ -128,6 +131,7 @@ def parse_window_query(query: QuerySpec, recording: RecordingSpec) -> WindowSpec
                            "expected {type: tumbling, size: D}, {type: sliding, size: D, "
                            "slide: D}, {type: session, gap: D} or {type: count, size: N, "
                            f"every: M}}, got {window!r}")
+    check_fields(window, WINDOW_FIELDS[window["type"]], src, "query.window")
     emit = body.get("emit", "close")
     if emit not in EMIT_MODES:
         raise CatalogError(src, "query.emit", f"expected close or updates, got {emit!r}")

@@ -128,7 +128,7 @@ def parse_udaf(name: str, parts: dict[str, Any]) -> Udaf:
     extra = sorted(set(map(str, parts)) - set(PARTS))
     if missing or extra:
         raise UdafError(missing[0] if missing else extra[0],
-                        "is required" if missing else "unknown part (expected init, add, merge, "
+                        "is required" if missing else "unknown field (expected init, add, merge, "
                         "finish)")
     parsed = {part: _parse(part, str(parts[part]), arity) for part, arity in PARTS.items()}
     try:

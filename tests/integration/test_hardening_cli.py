@@ -34,12 +34,23 @@ def test_record_refuses_a_recording_name_that_leads_outside_the_warehouse(setup)
     run, tmp_path = setup
     (tmp_path / "cat" / "recordings" / "evil.yaml").write_text(
         RECORDING.replace("name: ev", "name: ../../escaped"))
+    (tmp_path / "cat" / "recordings" / "...yaml").write_text(  # file name '..', name: '..'
+        RECORDING.replace("name: ev", "name: '..'"))
     source = tmp_path / "in.csv"
     source.write_text("k,ts,v\na,2026-01-01T00:00:00Z,1\n")
     result = run("record", "../../escaped", str(source))
     assert result.exit_code == 1
-    assert "recording name '../../escaped' is not a valid name" in result.output
+    assert "unknown recording '../../escaped'" in result.output
+    assert "files that failed to load: evil" in result.output
+    result = run("record", "evil", str(source))
+    assert result.exit_code == 1
+    assert "evil.yaml: field 'name': '../../escaped' is not the file's name 'evil'" in \
+        result.output
+    result = run("record", "..", str(source))
+    assert result.exit_code == 1
+    assert "recording name '..' is not a valid name" in result.output
     assert not (tmp_path / "escaped").exists() and "Traceback" not in result.output
+    assert not (tmp_path / "wh" / "_delta_log").exists()
 
 
 def test_replay_refuses_a_run_id_that_leads_outside_the_runs_directory(setup):

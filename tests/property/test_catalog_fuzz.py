@@ -1,6 +1,7 @@
 """Seeded fuzzing of the catalog loader and of operator construction: mutated recording and
 query files (fields deleted or given the wrong YAML type, random and non-UTF-8 bytes) raise only
-the project's errors, each within 5 s."""
+the project's errors, each within 5 s; and an unknown key in any mapping of a shipped file, nested
+ones included, is refused naming its dotted field."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from engine.catalog import load_catalog
+from engine.catalog import CatalogError, load_catalog
 from engine.errors import RepriseError
 from engine.registry import operator_for, reference_for
 
@@ -138,3 +140,50 @@ def test_mutated_catalog_files_raise_only_project_errors_quickly(tmp_path):
             slow.append(f"document {i} ({query})")
     assert not escaped, f"{len(escaped)} internal errors, e.g.\n" + "\n".join(escaped[:15])
     assert not slow, slow
+
+
+#: Mappings whose keys are names the file chooses (columns, streams, outputs, udafs); every
+#: other mapping of a catalog file has a fixed set of fields.
+NAMED_KEYS = {"columns", "inputs", "derive", "aggregates", "udafs", "timestamps"}
+
+
+def fixed_mappings(node: Any, prefix: tuple = ()) -> list[tuple]:
+    """The paths of the mappings with fixed fields in a catalog document (expectations are
+    GX's: GX refuses their unknown arguments)."""
+    if not isinstance(node, dict):
+        return []
+    found = [] if prefix and prefix[-1] in NAMED_KEYS else [prefix]
+    return found + [p for k, v in node.items() if k != "expectations"
+                    for p in fixed_mappings(v, (*prefix, k))]
+
+
+def test_an_unknown_key_in_any_fixed_mapping_of_the_shipped_files_is_named(tmp_path):
+    """Each shipped file, given a key ``zz_unknown`` in one of its mappings (nested ones too):
+    loading it and building its operator fail with that dotted field, an unknown field."""
+    cases = 0
+    for folder, files in (("recordings", RECORDINGS), ("queries", QUERIES)):
+        for file, data in files.items():
+            original = yaml.safe_load(data)
+            for path in fixed_mappings(original):
+                doc = copy.deepcopy(original)
+                node = doc
+                for step in path:
+                    node = node[step]
+                node["zz_unknown"] = 1
+                root = tmp_path / str(cases)
+                for sub, texts in (("recordings", RECORDINGS), ("queries", {})):
+                    (root / sub).mkdir(parents=True)
+                    for name, text in texts.items():
+                        (root / sub / name).write_bytes(text)
+                (root / folder / file).write_text(yaml.safe_dump(doc))
+                catalog = load_catalog(root)
+                field = ".".join(map(str, (*path, "zz_unknown")))
+                with pytest.raises(CatalogError) as info:
+                    if folder == "recordings":
+                        catalog.recording(Path(file).stem)
+                    else:
+                        operator_for(catalog.query(Path(file).stem), catalog.recordings)
+                assert info.value.field == field and "unknown field" in info.value.problem, \
+                    (file, str(info.value))
+                cases += 1
+    assert cases > len(RECORDINGS) + len(QUERIES)  # nested mappings were covered too

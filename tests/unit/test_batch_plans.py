@@ -32,6 +32,19 @@ def test_a_catalog_batch_that_makes_no_sense_is_rejected(batch, problem):
     assert problem in str(info.value)
 
 
+@pytest.mark.parametrize(("batch", "field", "expected"), [
+    ({"by": "commit", "every": "1h"}, "batch.every", "by"),
+    ({"by": "rows", "rows": 10, "every": "1h"}, "batch.every", "by, rows"),
+    ({"by": "time", "every": "1h", "rows": 10}, "batch.rows", "by, every"),
+    ({"by": "time", "every": "1h", "evry": "2h"}, "batch.evry", "by, every"),
+])
+def test_a_batch_field_its_plan_does_not_have_is_an_unknown_field(batch, field, expected):
+    doc = {"name": "q", "kind": "qre", "input": "ev", "query": "eps(0)", "batch": batch}
+    with pytest.raises(CatalogError) as info:
+        parse_query(doc, {"ev": EV}, "q.yaml")
+    assert str(info.value) == f"q.yaml: field '{field}': unknown field (expected {expected})"
+
+
 def test_more_batches_than_the_sane_count_give_a_one_line_warning():
     assert batch_count_warning(MANY_BATCHES, "rows:1") is None
     warning = batch_count_warning(300_000, "rows:1")

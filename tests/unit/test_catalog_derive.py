@@ -30,6 +30,9 @@ def test_derived_columns_extend_the_input_and_may_be_the_key():
     ({"w": {"sql": "v +* 1", "type": "int"}}, "derive.w.sql", "not a Spark SQL expression"),
     ({"w": {"sql": "v + 1", "type": "decimal"}}, "derive.w.type", "expected one of"),
     ({"w": "v + 1"}, "derive.w", "expected {sql: EXPR, type: T}"),
+    ({"w": {"sql": "v + 1", "type": "int", "typo": 1}}, "derive.w.typo",
+     "unknown field (expected sql, type)"),
+    ({"w": {"sql": "v + 1"}}, "derive.w.type", "is required"),
     (["w"], "derive", "expected a mapping"),
 ])
 def test_bad_derived_column_names_file_and_field(derive, field, problem):

@@ -89,14 +89,32 @@ def test_a_query_of_a_broken_recording_names_the_recording_error(schemas):
     assert catalog.query("ads_10s").input == "ads"
 
 
-def test_a_name_defined_twice_is_refused_naming_both_files(schemas):
-    shutil.copy(schemas / "queries" / "ads_10s.yaml", schemas / "queries" / "zz_copy.yaml")
+@pytest.mark.parametrize(("folder", "original"), [("recordings", "vitals"),
+                                                  ("queries", "ads_10s")])
+def test_a_name_other_than_the_file_name_fails_that_file(schemas, folder, original):
+    text = (schemas / folder / f"{original}.yaml").read_text()
+    assert f"name: {original}\n" in text
+    err = broken(schemas, "tst2", text.replace(f"name: {original}\n", "name: zzz\n").encode(),
+                 folder)
+    assert str(err) == (f"{schemas / folder / 'tst2.yaml'}: field 'name': 'zzz' is not the "
+                        "file's name 'tst2'")
     catalog = load_catalog(schemas)
-    with pytest.raises(CatalogError, match=r"zz_copy\.yaml: field 'name': .*also defined in "
-                                           r".*ads_10s\.yaml"):
-        catalog.query("ads_10s")
-    with pytest.raises(CatalogError, match="zz_copy"):
+    lookup = catalog.recording if folder == "recordings" else catalog.query
+    with pytest.raises(UnknownName, match=r"unknown \w+ 'zzz' .*files that failed to load: "
+                                          r"tst2\)"):
+        lookup("zzz")
+    with pytest.raises(CatalogError, match=r"tst2\.yaml: field 'name'"):
         catalog.check()
+
+
+def test_a_query_of_a_recording_whose_file_has_another_name_lists_the_failed_files(schemas):
+    (schemas / "recordings" / "vitals.yaml").rename(schemas / "recordings" / "tst2.yaml")
+    catalog = load_catalog(schemas)
+    with pytest.raises(CatalogError) as info:
+        catalog.query("vitals_hr_1m")
+    assert info.value.field == "input" and info.value.problem == (
+        "unknown recording 'vitals' (known: ad_campaigns, ads, ticks; files that failed to "
+        "load: tst2)")
 
 
 def test_unknown_names_say_which_catalog_was_read(tmp_path, schemas):

@@ -100,6 +100,8 @@ def test_the_full_syntax_parses():
      "not a built-in aggregate"),
     ({"x": "count()"}, {"udafs": {"rms": {k: RMS[k] for k in ("init", "add", "merge")}}},
      "query.udafs.rms.finish", "is required"),
+    ({"x": "count()"}, {"udafs": {"rms": {**RMS, "merj": "(a, b) -> a"}}},
+     "query.udafs.rms.merj", "unknown field (expected init, add, merge, finish)"),
     ({"x": "count()"}, {"emit": "sometimes"}, "query.emit", "expected close or updates"),
     ({"x": "count()"}, {"windw": {}}, "query.windw", "unknown field"),
     ({"final": "count()"}, {}, "query.aggregates.final", "reserved"),
@@ -109,6 +111,23 @@ def test_spec_errors_name_the_file_and_the_field(aggregates, extra, field, messa
         parse(query(aggregates, **extra))
     assert info.value.source == SOURCE and info.value.field == field
     assert message in info.value.problem
+
+
+@pytest.mark.parametrize(("window", "field", "expected"), [
+    ({"type": "tumbling", "size": "1m", "slide": "30s"}, "query.window.slide", "type, size"),
+    ({"type": "sliding", "size": "1m", "slide": "30s", "gap": "5s"}, "query.window.gap",
+     "type, size, slide"),
+    ({"type": "session", "gap": "5s", "size": "1m"}, "query.window.size", "type, gap"),
+    ({"type": "count", "size": 10, "every": 5, "slide": 2}, "query.window.slide",
+     "type, size, every"),
+    ({"type": "tumbling", "size": "1m", 3: "x"}, "query.window.3", "type, size"),
+])
+def test_a_window_field_its_type_does_not_have_is_an_unknown_field(window, field, expected):
+    doc = query({"n": "count()"})
+    doc["query"]["window"] = window
+    with pytest.raises(CatalogError) as info:
+        parse(doc)
+    assert str(info.value) == f"{SOURCE}: field '{field}': unknown field (expected {expected})"
 
 
 def test_a_key_column_named_like_a_state_column_is_rejected():
