@@ -16,6 +16,7 @@ import yaml
 
 from .derive_sql import expression_problem
 from .errors import RepriseError
+from .names import name_problem
 from .predicate import Pred, PredicateError, parse_predicate
 
 COLUMN_TYPES: dict[str, pa.DataType] = {
@@ -393,7 +394,8 @@ class Catalog:
         folder = self.root / subdirectory
         if not self.root.is_dir():
             raise UnknownName(f"unknown {what} {name!r}: the catalog directory {self.root} "
-                              "does not exist")
+                              + ("is not a directory" if self.root.exists() else
+                                 "does not exist"))
         if not loaded and not broken:
             raise UnknownName(f"unknown {what} {name!r}: the catalog directory {self.root} has "
                               f"no {what} files ({folder}/*.yaml)")
@@ -440,6 +442,9 @@ def _named_after(path: Path, spec: _Spec) -> _Spec:
     if spec.name != path.stem:
         raise CatalogError(spec.source, "name", f"{spec.name!r} is not the file's name "
                            f"{path.stem!r}")
+    problem = name_problem(spec.name)  # (it becomes a path in the warehouse and an asset key)
+    if problem is not None:
+        raise CatalogError(spec.source, "name", problem)
     return spec
 
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from engine.errors import RepriseError
-
-#: A safe name: starts with a letter or digit, then letters, digits, ``_``, ``.`` or ``-``.
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-MAX_NAME_LENGTH = 200
+from engine.names import name_problem
 
 
 class UnsafeName(RepriseError):
@@ -17,13 +13,12 @@ class UnsafeName(RepriseError):
 
 
 def check_name(what: str, name: str) -> str:
-    """Return ``name`` when it is a safe single path component; raise :class:`UnsafeName`
-    naming ``what`` (e.g. ``run id``, ``recording name``) and the input otherwise."""
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or ".." in name \
-            or len(name) > MAX_NAME_LENGTH:
-        raise UnsafeName(
-            f"{what} {name!r} is not a valid name: use letters, digits, '_', '.' and '-' "
-            f"(starting with a letter or digit, no '..', at most {MAX_NAME_LENGTH} characters)")
+    """Return ``name`` when it is a safe single path component (:mod:`engine.names`); raise
+    :class:`UnsafeName` naming ``what`` (e.g. ``run id``, ``recording name``) and the input
+    otherwise."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise UnsafeName(f"{what} {problem}")
     return name
 
 

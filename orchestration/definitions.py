@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from engine.catalog import load_catalog
+from engine.catalog import CatalogError, load_catalog
 from engine.registry import family_of
 from jobs.settings import load_settings
 
@@ -23,6 +23,10 @@ def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
     settings = load_settings()
     catalog_dir = catalog_dir or str(settings.catalog)
     catalog = load_catalog(catalog_dir)
+    if not catalog.root.is_dir():
+        problem = "is not a directory" if catalog.root.exists() else "does not exist"
+        raise CatalogError(str(catalog.root), "<directory>", "the catalog directory "
+                           f"{catalog.root} {problem} (REPRISE_CATALOG)")
     catalog.check()  # a file that fails to load fails the definitions, naming it
     assets = build_assets(catalog)
     replayable = {k.path[-1] for a in assets for k in a.keys if k.path[0] == "replays"}

@@ -41,14 +41,14 @@ def test_record_refuses_a_recording_name_that_leads_outside_the_warehouse(setup)
     result = run("record", "../../escaped", str(source))
     assert result.exit_code == 1
     assert "unknown recording '../../escaped'" in result.output
-    assert "files that failed to load: evil" in result.output
+    assert "files that failed to load: .., evil" in result.output
     result = run("record", "evil", str(source))
     assert result.exit_code == 1
     assert "evil.yaml: field 'name': '../../escaped' is not the file's name 'evil'" in \
         result.output
-    result = run("record", "..", str(source))
+    result = run("record", "..", str(source))  # a catalog name becomes a path: the same rule
     assert result.exit_code == 1
-    assert "recording name '..' is not a valid name" in result.output
+    assert "...yaml: field 'name': '..' is not a valid name" in result.output
     assert not (tmp_path / "escaped").exists() and "Traceback" not in result.output
     assert not (tmp_path / "wh" / "_delta_log").exists()
 

@@ -159,3 +159,18 @@ def test_schedule_and_jobs_exist(sample_defs):
     assert schedule.cron_schedule == "0 3 * * *" and schedule.job_name == ALL_JOB
     for job in ("recordings_job", "window_job", "select_job", ALL_JOB):
         assert sample_defs.resolve_job_def(job) is not None
+
+
+def test_definitions_of_a_catalog_with_an_unsafe_or_missing_name_fail_naming_the_file(tmp_path):
+    # (a recording named '..' loaded and then failed inside Dagster as an invalid op name; a
+    # catalog directory that does not exist gave definitions without any asset)
+    from engine.catalog import CatalogError
+
+    catalog = tmp_path / "cat"
+    shutil.copytree(ROOT / "schemas", catalog)
+    vitals = (catalog / "recordings" / "vitals.yaml").read_text()
+    (catalog / "recordings" / "...yaml").write_text(vitals.replace("name: vitals", "name: '..'"))
+    with pytest.raises(CatalogError, match=r"\.\.\.yaml: field 'name': '\.\.' is not a valid"):
+        build_definitions(str(catalog))
+    with pytest.raises(CatalogError, match=r"the catalog directory .*nowhere does not exist"):
+        build_definitions(str(tmp_path / "nowhere"))

@@ -49,6 +49,10 @@ def test_the_catalog_comes_from_the_option_else_the_environment(tmp_path, monkey
     monkeypatch.setenv("REPRISE_CATALOG", str(missing))
     line = error_line(run("analyze", "--query", "q"))
     assert f"the catalog directory {missing} does not exist" in line
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    line = error_line(run("analyze", "--query", "q", "--catalog", str(afile)))
+    assert f"the catalog directory {afile} is not a directory" in line
     monkeypatch.setenv("REPRISE_CATALOG", str(SCHEMAS))
     result = run("analyze", "--query", "ads_campaign_counts")
     assert result.exit_code == 0 and "bounded" in result.output, result.output
