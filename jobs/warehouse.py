@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.errors import RepriseError
+
 from .names import inside
+
+
+class WarehouseError(RepriseError):
+    """A warehouse directory that the Delta libraries cannot use."""
 
 
 @dataclass(frozen=True)
@@ -20,8 +27,15 @@ class Warehouse:
 
     @classmethod
     def at(cls, root: str | Path) -> Warehouse:
-        """The warehouse at ``root`` (made absolute)."""
-        return cls(Path(root).resolve())
+        """The warehouse at ``root`` (made absolute); a path holding a percent escape such as
+        ``%41`` is refused: delta-rs decodes it (``wh%41`` would be ``whA``)."""
+        path = Path(root).resolve()
+        escape = re.search(r"%[0-9A-Fa-f]{2}", str(path))
+        if escape:
+            raise WarehouseError(f"warehouse {path}: delta-rs reads {escape.group()!r} in a path "
+                                 "as an escaped character; use a directory without '%' followed "
+                                 "by two hexadecimal digits (--warehouse, REPRISE_WAREHOUSE)")
+        return cls(path)
 
     def recording(self, name: str) -> str:
         return str(inside(self.root, "recording name", name, "recordings"))
