@@ -111,8 +111,12 @@ def print_table(table: Table) -> None:
     if console.is_terminal:
         console.print(table)
     else:
+        title, table.title = table.title, None  # (rich wraps a title to the table's width)
         wide = console.measure(table, options=console.options.update_width(100_000)).maximum
-        Console(width=max(console.width, wide)).print(table)
+        out = Console(width=max(console.width, wide))
+        if title:
+            out.print(title, soft_wrap=True, highlight=False)
+        out.print(table)
 
 
 def _catalog(settings: Settings, catalog: Path | None) -> Catalog:

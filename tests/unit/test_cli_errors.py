@@ -96,6 +96,12 @@ def test_a_table_is_never_cut_without_a_terminal(capsys):
     print_table(table)
     lines = capsys.readouterr().out.splitlines()
     assert all(sum(name in line for line in lines) == 1 for name in names), lines
+    # nor its title (`validate <run id>` with a 200-character run id wrapped over three lines)
+    run_id = "r" * 200
+    titled = Table("check", "result", title=f"validate {run_id}")
+    titled.add_row("output", "ok")
+    print_table(titled)
+    assert any(f"validate {run_id}" in line for line in capsys.readouterr().out.splitlines())
 
 
 def test_a_usage_error_is_one_line_naming_the_command_with_exit_2():
