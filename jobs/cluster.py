@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from .settings import Settings
+from .settings import MAX_BUCKETS, Settings
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: The longest wait for a cluster's first executor, and how long their number must stay the
@@ -63,11 +63,11 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
 
     lazy = not_started(spark)
     if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
-        return local
+        return min(local, MAX_BUCKETS)
     sc = spark.sparkContext
     if not is_local(sc.master):
         wait_for_executors(lambda: executor_count(spark))
     cores = max(2, sc.defaultParallelism)
     if not is_local(sc.master) and not sc.getConf().contains(SHUFFLE_PARTITIONS):
         spark.conf.set(SHUFFLE_PARTITIONS, str(cores))
-    return cores
+    return min(cores, MAX_BUCKETS)

@@ -21,6 +21,11 @@ class SettingsError(RepriseError):
     """A configuration value that cannot be used; the message names the variable."""
 
 
+#: The most key buckets a run may have (``REPRISE_BUCKETS``; a run's ``run.json`` with more is
+#: refused): each is a Spark task per group of batches and a state file.
+MAX_BUCKETS = 65_536
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every ``REPRISE_*`` variable, with its default."""
@@ -78,7 +83,8 @@ class Settings:
             delta_jars=get("REPRISE_DELTA_JARS", ""),
             delta_packages=get("REPRISE_DELTA_PACKAGES", ""),
             batches_per_job=per_job,
-            buckets=_integer("REPRISE_BUCKETS", buckets, 1) if buckets else None,
+            buckets=(_integer("REPRISE_BUCKETS", buckets, 1, MAX_BUCKETS) if buckets
+                     else None),
             exchange=get("REPRISE_EXCHANGE", "direct"),
             kernel_dir=_kernel_dir(env),
             progress=env.get("REPRISE_PROGRESS") == "1",
@@ -87,11 +93,14 @@ class Settings:
         )
 
 
-def _integer(name: str, text: str, minimum: int) -> int:
-    """The ASCII decimal integer ``text`` of variable ``name``, at least ``minimum``."""
+def _integer(name: str, text: str, minimum: int, maximum: int | None = None) -> int:
+    """The ASCII decimal integer ``text`` of variable ``name``, at least ``minimum`` (and at
+    most ``maximum``)."""
     if not re.fullmatch(r"\s*[0-9]+\s*", text) or int(text) < minimum:
         kind = "a positive" if minimum == 1 else "a non-negative"
         raise SettingsError(f"{name}: expected {kind} integer, got {text!r}")
+    if maximum is not None and int(text) > maximum:
+        raise SettingsError(f"{name}: expected at most {maximum:,}, got {text!r}")
     return int(text)
 
 

@@ -43,8 +43,9 @@ def test_kernel_dir_falls_back_to_the_user_cache():
         == Path("/k")
 
 
-@pytest.mark.parametrize("value", ["0", "-2", "many"])
+@pytest.mark.parametrize("value", ["0", "-2", "many", "65537", "99999999999999999999999"])
 def test_a_bad_bucket_count_names_the_variable(value):
+    # (more than 65,536: a run.json with that many buckets is refused; before, any was taken)
     with pytest.raises(SettingsError, match=f"REPRISE_BUCKETS: .*{value!r}"):
         Settings.from_env({"REPRISE_BUCKETS": value})
 
