@@ -9,7 +9,8 @@ redone: its output was provisional) and the runner goes on from the state it hel
 recording whose history between the two versions is not append-only, a query definition that
 changed, or (SPJ) new events that the merged input would order before events already merged,
 cannot be continued: a fresh run is made instead, with the reason logged and kept in its
-``run.json``.
+``run.json`` (a fresh run that exists already, made by an earlier replay, is resumed as it was
+made).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
 
 def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) -> Continuation:
     """Plan the run's next segment (under the run's lock) and write it to ``run.json``; or, when
-    the run cannot be continued, prepare a fresh run and say why."""
+    the run cannot be continued, prepare a fresh run (or take the existing one of that id) and
+    say why."""
     with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
         info = read_run(replay.warehouse, info.run_id)
         if pending(info) or replay.manifest(info.run_id).num_rows != info.batches + 1:
