@@ -217,8 +217,11 @@ def _checked(data: Any, directory: str) -> RunInfo:
             raise _BadField("created", f"expected a time such as 2026-01-31T12:00:00+00:00, "
                                        f"got {_shown(data['created'])}")
     _check_files_and_cuts(data["files"], data["cuts"])
-    for k, segment in enumerate(_list(data.get("segments", []), "segments", "segments")):
+    segments = _list(data.get("segments", []), "segments", "segments")
+    for k, segment in enumerate(segments):
         _check_segment(segment, f"segments[{k}]", first=k == 0)
+        _check_segment_place(segment, f"segments[{k}]", k, k == len(segments) - 1,
+                             data["cuts"])
     return RunInfo(**data)
 
 
@@ -268,3 +271,29 @@ def _check_segment(segment: Any, where: str, first: bool) -> None:
             _text(segment[key], f"{where}.{key}", empty=True)
     if "sources" in segment:
         _versions(segment["sources"], f"{where}.sources")
+
+
+def _check_segment_place(segment: dict, where: str, k: int, last: bool, cuts: list[int]) -> None:
+    """Segment ``k`` (``last``: the run's newest) fits the run cut at ``cuts``: numbered ``k``,
+    within the run's batches (the newest ending at its last batch), and only the newest, a
+    continuation, may have its rewind pending, back to one of the run's cut points."""
+    batches = len(cuts) - 1
+    if segment["segment"] != k:
+        raise _BadField(f"{where}.segment", f"expected {k} (its place in the list), got "
+                                            f"{segment['segment']}")
+    end = segment["first_batch"] + segment["batches"]
+    if end > batches or (last and end != batches):
+        raise _BadField(f"{where}.batches", f"batches {segment['first_batch']} to {end - 1} do "
+                                            f"not {'end' if last else 'lie'} within the run's "
+                                            f"{batches} batches")
+    if segment.get("rewound", True) is False:
+        if not last or k == 0:
+            raise _BadField(f"{where}.rewound", "only the last segment of a continued run can "
+                                                "be waiting for its rewind")
+        if segment["rewind_seq"] != cuts[segment["first_batch"]]:
+            raise _BadField(f"{where}.rewind_seq", f"expected {cuts[segment['first_batch']]} "
+                                                   "(where its first batch starts), got "
+                                                   f"{segment['rewind_seq']}")
+        if not segment["rewind_seq"] <= segment["old_total"] <= cuts[-1]:
+            raise _BadField(f"{where}.old_total", f"expected from {segment['rewind_seq']} to "
+                                                  f"{cuts[-1]}, got {segment['old_total']}")

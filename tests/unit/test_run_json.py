@@ -194,6 +194,60 @@ def test_every_command_reading_a_damaged_run_json_says_one_line_naming_it(made, 
         run_file.write_text(json.dumps(doc))
 
 
+def _set(path: tuple, value: Any):
+    def change(doc: dict) -> None:
+        get(doc, path[:-1])[path[-1]] = value
+    return change
+
+
+#: Damage of the right types that no run has, and the field its error line names.
+INCONSISTENT = [
+    (_set(("run_id",), "another-run"), "run_id"),
+    (_set(("plan",), "rows:0"), "plan"),
+    (_set(("recording",), "../x"), "recording"),
+    (_set(("exchange",), "carrier-pigeon"), "exchange"),
+    (_set(("created",), "2026-01-01T00:00:00"), "created"),  # (no time zone)
+    (_set(("buckets",), 0), "buckets"),
+    (_set(("buckets",), 65_537), "buckets"),
+    (_set(("files", 1, "offset"), 61), "files[1].offset"),
+    (_set(("cuts",), [0]), "cuts"),
+    (_set(("cuts",), [1, 120]), "cuts[0]"),
+    (_set(("cuts",), [0, 70, 60, 120]), "cuts[2]"),
+    (_set(("cuts",), [0, 60, 119]), "cuts[2]"),
+    (_set(("segments", 1, "segment"), 2), "segments[1].segment"),
+    (_set(("segments", 1, "batches"), 2), "segments[1].batches"),
+    (_set(("segments", 0, "batches"), 3), "segments[0].batches"),
+    (lambda doc: doc["segments"][0].update(rewound=False, rewind_seq=0, old_total=60),
+     "segments[0].rewound"),
+    (_set(("segments", 1, "rewind_seq"), 59), "segments[1].rewind_seq"),
+    (_set(("segments", 1, "old_total"), 121), "segments[1].old_total"),
+    (_set(("segments", 1, "from_version"), None), "segments[1].from_version"),
+    (lambda doc: doc["files"][0].pop("rows"), "files[0]"),
+    (lambda doc: doc["segments"][1].pop("old_total"), "segments[1].old_total"),
+    (lambda doc: doc.update(extra=1), "extra"),
+]
+
+
+@pytest.mark.parametrize(("change", "field"), INCONSISTENT)
+def test_a_run_json_whose_fields_do_not_fit_together_is_refused_naming_the_field(made, change,
+                                                                                  field):
+    # before: taken (a pending first segment gave `replay --run-id` a ValueError traceback)
+    cli, run_id, doc = made
+    bad = copy.deepcopy(doc)
+    change(bad)
+    run_file = cli.run_file(run_id)
+    run_file.write_text(json.dumps(bad))
+    try:
+        for args in (["runs"], ["replay", QUERY, "--run-id", run_id]):
+            result = cli(*args)
+            lines = result.output.strip().splitlines()
+            assert result.exit_code == 1 and len(lines) == 1, (args, result.output)
+            assert lines[0].startswith(f"error: {run_file}: not a readable run description "
+                                       f"(field {field}: "), lines[0]
+    finally:
+        run_file.write_text(json.dumps(doc))
+
+
 def test_runs_shows_when_a_run_was_made_also_after_it_was_continued(tmp_path):
     # before: the column showed when run.json was last written, which a continuation does
     cli = new_cli(tmp_path)
