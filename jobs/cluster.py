@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from engine.errors import RepriseError
 
 from .jvm_stderr import jvm_log_path
-from .settings import Settings
+from .settings import MAX_BUCKETS, Settings
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: The longest wait for a cluster's first executor, and how long their number must stay the
@@ -80,7 +80,7 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
 
     lazy = not_started(spark)
     if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
-        return local
+        return min(local, MAX_BUCKETS)
     sc = spark.sparkContext
     try:
         if not is_local(sc.master):
@@ -92,4 +92,4 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
         raise unreachable(sc.master, settings.verbose) from exc
     if not is_local(sc.master) and not sc.getConf().contains(SHUFFLE_PARTITIONS):
         spark.conf.set(SHUFFLE_PARTITIONS, str(cores))
-    return cores
+    return min(cores, MAX_BUCKETS)

@@ -9,7 +9,8 @@ redone: its output was provisional) and the runner goes on from the state it hel
 recording whose history between the two versions is not append-only, a query definition that
 changed, or (SPJ) new events that the merged input would order before events already merged,
 cannot be continued: a fresh run is made instead, with the reason logged and kept in its
-``run.json``.
+``run.json`` (a fresh run that exists already, made by an earlier replay, is resumed as it was
+made).
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
 
 def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) -> Continuation:
     """Plan the run's next segment (under the run's lock) and write it to ``run.json``; or, when
-    the run cannot be continued, prepare a fresh run and say why."""
+    the run cannot be continued, prepare a fresh run (or take the existing one of that id) and
+    say why."""
     with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
         info = read_run(replay.warehouse, info.run_id)
         if pending(info) or replay.manifest(info.run_id).num_rows != info.batches + 1:
@@ -118,15 +120,23 @@ def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) ->
             reason = _merge_order_problem(replay, info, ctx, sources)
         if not reason:
             return Continuation(info, _next_segment(replay, info, ctx, sources, old), clean=True)
-    log(f"{info.run_id}: cannot be continued ({reason}); replaying {info.query} from scratch")
-    fresh = replay.prepare(info.query, plan=info.plan)
-    if fresh.run_id == info.run_id:
+    fresh_id = replay.default_run_id(info.query, plan=info.plan)
+    if fresh_id == info.run_id:
         raise ReplayError(f"run {info.run_id!r} cannot be continued ({reason}) and a fresh run "
                           "would take the same id; remove it or choose another --run-id")
-    if not fresh.segments:
-        fresh.segments = [_first_segment(fresh, note=f"fresh run instead of continuing "
-                                                     f"{info.run_id}: {reason}")]
-        save_run(replay, fresh)
+    if (replay.warehouse.run_dir(fresh_id) / "run.json").exists():
+        # (made by an earlier replay: its run.json says how, and is left as it is)
+        status = summarize(replay.warehouse, fresh_id).status
+        log(f"{info.run_id}: cannot be continued ({reason}); a fresh replay of {info.query} "
+            f"would be run {fresh_id}, which exists ({status}): "
+            + ("nothing to do" if status == "complete" else "resuming it"))
+        fresh = replay.prepare(info.query, plan=info.plan, run_id=fresh_id)
+        return Continuation(fresh, None, reason)
+    log(f"{info.run_id}: cannot be continued ({reason}); replaying {info.query} from scratch")
+    fresh = replay.prepare(info.query, plan=info.plan, run_id=fresh_id)
+    fresh.segments = [_first_segment(fresh, note=f"fresh run instead of continuing "
+                                                 f"{info.run_id}: {reason}")]
+    save_run(replay, fresh)
     return Continuation(fresh, fresh.segments[0], reason)
 
 

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,12 @@ from .settings import Settings, load_settings
 from .staging import stage_table
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
+
+
+def _default_run_id(query: str, sources: dict[str, int], spec: BatchSpec, fp: str) -> str:
+    """A run's default id: the query, the pinned versions, the plan, the definition's hash."""
+    pinned = ".".join(str(v) for v in sources.values())
+    return f"{query}-v{pinned}-{spec.describe().replace(':', '').replace(',', '-')}-{fp[:6]}"
 
 
 def resolve_cuts(spec: BatchSpec, files: list[plans.InputFile], time_column: str) -> list[int]:
@@ -152,10 +159,8 @@ class Replay:
         sources = self._pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan is not None else query.batch
         fp = fingerprint(query, op)
-        pinned_text = ".".join(str(v) for v in sources.values())
-        plan_text = spec.describe().replace(":", "").replace(",", "-")
         if run_id is None:
-            run_id = f"{query.name}-v{pinned_text}-{plan_text}-{fp[:6]}"
+            run_id = _default_run_id(query.name, sources, spec, fp)
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
             info = load_run_file(run_file)
@@ -187,10 +192,19 @@ class Replay:
                        operator=f"{op.name}@{op.version}", query_spec=query.raw,
                        sources=sources,
                        exchange=exchange_for(ctx, self._exchange(),
-                                             [asdict(f) for f in files]))
+                                             [asdict(f) for f in files]),
+                       created=datetime.now(UTC).isoformat(timespec="seconds"))
         run_file.parent.mkdir(parents=True, exist_ok=True)
         save_run(self, info)
         return info
+
+    def default_run_id(self, query_name: str, plan: str | None = None) -> str:
+        """The id :meth:`prepare` gives a new run of ``query_name`` at the recordings' latest
+        versions when no ``run_id`` is given."""
+        ctx = self.context(query_name)
+        spec = plans.parse_plan(plan) if plan is not None else ctx.query.batch
+        return _default_run_id(query_name, self._pin_sources(ctx.query, None), spec,
+                               fingerprint(ctx.query, ctx.operator))
 
     def context(self, query_name: str) -> RunContext:
         """The run context of the catalog's query ``query_name``."""

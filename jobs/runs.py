@@ -25,7 +25,7 @@ class RunSummary:
     batches_done: int
     batches_total: int  # the plan's batches plus the end-of-input flush
     output_rows: int
-    created: str  # when run.json was written (UTC)
+    created: str  # when the run was made (UTC; older runs: when run.json was last written)
     #: The run's segments (1 until it is continued) and the last one described.
     segments: int = 1
     last_segment: str = ""
@@ -58,10 +58,11 @@ def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:
     total = len(info.cuts)  # batches + the end-of-input flush
     status = ("complete" if done >= total else
               "in progress" if is_locked(run_dir) else "incomplete")
-    created = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC)
+    created = (datetime.fromisoformat(info.created) if info.created else  # (older runs)
+               datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC))
     segments = info.segments
     return RunSummary(run_id=run_id, query=info.query, versions=versions, status=status,
                       batches_done=done, batches_total=total, output_rows=rows,
-                      created=created.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                      created=created.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
                       segments=max(1, len(segments)),
                       last_segment=describe(segments[-1]) if len(segments) > 1 else "")

@@ -19,7 +19,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("auto", "delta-rs", "delta-spark")
 #: ``REPRISE_EXCHANGE`` values.
 EXCHANGES = ("direct", "spark")
-#: The most key buckets a run may have (each is a Spark task per group of batches).
+#: The most key buckets a run may have (``REPRISE_BUCKETS``; a run's ``run.json`` with more is
+#: refused): each is a Spark task per group of batches and a state file.
 MAX_BUCKETS = 10_000
 #: Values of an on/off variable (any case); unset or empty is off.
 FLAGS = {"1": True, "true": True, "yes": True, "on": True,

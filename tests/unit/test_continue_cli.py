@@ -46,7 +46,7 @@ def _a_run(tmp_path, run_id: str, query: str, plan: str = "commit") -> str:
     """A warehouse holding the ``run.json`` of run ``run_id`` of ``query`` (no tables)."""
     info = RunInfo(run_id=run_id, query=query, fingerprint="f", recording="vitals",
                    input_path=str(tmp_path / "recordings" / "vitals"), input_version=0,
-                   plan=plan, cuts=[0, 1], files=[], buckets=1, operator="op")
+                   plan=plan, cuts=[0, 0], files=[], buckets=1, operator="op")
     run_dir = tmp_path / "runs" / run_id
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text(json.dumps(asdict(info)))
