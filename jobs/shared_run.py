@@ -51,7 +51,7 @@ from .keyed import (
 )
 from .orphans import remove_unreferenced
 from .replay import BatchReport, Replay
-from .run_info import RunInfo
+from .run_info import ReplayError, RunInfo
 from .run_lock import run_lock
 from .runs import resume_note
 from .shared_plan import named_once, on_its_own, one_recording, shared_plan
@@ -268,6 +268,11 @@ class SharedReplay:
                             on_batch(query, report)
                 for info in members:
                     done[info.run_id] = runner.manifest(info.run_id)
+                    if done[info.run_id].num_rows <= first:  # (else this loop never ends)
+                        raise ReplayError(
+                            f"run {info.run_id}: its manifest does not list batches "
+                            f"{group[0]}-{group[-1]} after they ran: its tables are "
+                            "inconsistent; replay the query with another --run-id")
         return done
 
     def _run_group(self, plan: SharedPlan, infos: list[RunInfo], group: list[int],

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from helpers import events_table, small_catalog, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.catalog import load_catalog
 from jobs.replay import Replay
+from jobs.run_info import ReplayError
 from jobs.shared_compare import table_rows
 from jobs.shared_run import SharedReplay, pane_shares
 from jobs.validate import reconcile_run, validate_run
@@ -208,3 +210,17 @@ def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, storage)
     assert 0 < min(done.values()) < again[0].batches + 1  # the kill left work to do
     resumed.run(again)
     assert_same_runs(shared, alone, [i.run_id for i in infos])
+
+
+def test_a_run_whose_manifest_does_not_advance_stops_the_shared_run(spark, storage, monkeypatch):
+    # (a manifest that did not list a group's batches after they ran made the shared run repeat
+    # that group for ever; found with a run's tables left inconsistent by hand)
+    shared, _, _ = setup(spark, storage, 120, seed=3)
+    runner = SharedReplay(shared)
+    infos = runner.prepare(["win_t", "sel_lo"], plan="rows:40")
+    stuck = infos[0].run_id
+    manifest = shared.manifest
+    monkeypatch.setattr(shared, "manifest", lambda run_id: manifest(run_id).slice(0, 0)
+                        if run_id == stuck else manifest(run_id))
+    with pytest.raises(ReplayError, match=f"run {stuck}: its manifest does not list batches 0-"):
+        runner.run(infos)
