@@ -29,7 +29,7 @@ from .merged import merged_events
 from .replay import BatchReport, Replay, resolve_cuts
 from .run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from .run_lock import run_lock
-from .runs import summarize
+from .runs import made_at, summarize
 from .segments import append_only, kept_batches, pending, save_run
 from .shared_compare import STANDALONE_SUFFIX
 from .storage import DeltaStorage
@@ -68,7 +68,7 @@ def latest_completed(replay: Replay, query: str, plan: str | None = None) -> Run
             continue
         if summarize(replay.warehouse, run_id).status != "complete" or pending(info):
             continue
-        made = (replay.warehouse.run_dir(run_id) / "run.json").stat().st_mtime
+        made = made_at(replay.warehouse.run_dir(run_id), info)
         rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
         if best is None or rank > best[0]:
             best = (rank, info)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from .replay import Replay
 from .run_info import read_run
-from .runs import summarize
+from .runs import made_at, summarize
 from .storage.vacuum import vacuum
 
 #: The tables of a run (``input``: the merged input of a multi-input query).
@@ -34,7 +34,7 @@ def superseded(replay: Replay, keep: int = 1) -> tuple[list[str], list[str]]:
         if summarize(replay.warehouse, run_id).status != "complete":
             continue
         info = read_run(replay.warehouse, run_id)
-        made = (replay.warehouse.run_dir(run_id) / "run.json").stat().st_mtime
+        made = made_at(replay.warehouse.run_dir(run_id), info)
         rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
         by_query.setdefault(info.query, []).append((rank, run_id))
     remove, kept = [], []

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from .run_info import load_run_file
+from .run_info import RunInfo, load_run_file
 from .run_lock import is_locked
 from .segments import describe
 from .warehouse import Warehouse
@@ -47,6 +48,14 @@ def _manifest(path: str) -> tuple[int, int]:
     return table.num_rows, int(sum(v or 0 for v in table.column("rows_out").to_pylist()))
 
 
+def made_at(run_dir: Path, info: RunInfo) -> datetime:
+    """When the run in ``run_dir`` was made: its ``created`` time, else (runs made before it was
+    recorded) when its ``run.json`` was last written."""
+    if info.created:
+        return datetime.fromisoformat(info.created)
+    return datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC)
+
+
 def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:
     """The summary of one run from its ``run.json`` and its manifest."""
     run_dir = warehouse.run_dir(run_id)
@@ -58,8 +67,7 @@ def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:
     total = len(info.cuts)  # batches + the end-of-input flush
     status = ("complete" if done >= total else
               "in progress" if is_locked(run_dir) else "incomplete")
-    created = (datetime.fromisoformat(info.created) if info.created else  # (older runs)
-               datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC))
+    created = made_at(run_dir, info)
     segments = info.segments
     return RunSummary(run_id=run_id, query=info.query, versions=versions, status=status,
                       batches_done=done, batches_total=total, output_rows=rows,

@@ -3,6 +3,7 @@ as versions arrive and stops cleanly on SIGTERM or its bounds."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -67,3 +68,27 @@ def test_follow_adds_a_segment_per_new_version_and_stops_on_sigterm(spark, stora
     assert summarize(warehouse, report.run_id).status == "complete"
     bounded = follow(replay, QUERY, every_s=0.05, max_segments=0, log=lambda line: None)
     assert bounded.stopped_by == "max segments"
+
+
+def test_gc_ranks_runs_of_the_same_versions_by_when_they_were_made(spark, storage, catalog,
+                                                                    warehouse):
+    # (before, by when run.json was last written: rewriting an older run's file made it the
+    # "most recently made")
+    generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=800, seed=9,
+                       commits=1)
+    replay = Replay(spark, storage, warehouse, catalog)
+    older = replay.prepare(QUERY, plan="rows:300", run_id="made-first")
+    replay.run(older)
+    newer = replay.prepare(QUERY, plan="rows:300", run_id="made-second")
+    replay.run(newer)
+    for run_id, created in (("made-first", "2026-01-01T00:00:00+00:00"),
+                            ("made-second", "2026-01-02T00:00:00+00:00")):
+        path = warehouse.run_dir(run_id) / "run.json"
+        path.write_text(path.read_text().replace(
+            json.loads(path.read_text())["created"], created))
+    path = warehouse.run_dir("made-first") / "run.json"
+    later = (warehouse.run_dir("made-second") / "run.json").stat().st_mtime + 60
+    os.utime(path, (later, later))  # written last, made first
+    report = collect(replay)
+    assert report.removed == ["made-first"] and report.kept == ["made-second"]
+    assert summarize(warehouse, "made-second").created == "2026-01-02 00:00:00 UTC"
