@@ -45,6 +45,12 @@ class _Commands(TyperGroup):
             return super().invoke(ctx)
         except RepriseError as exc:
             _fail(str(exc))
+        except Exception as exc:  # a data file gone from under a table (not an input error)
+            missing = _missing_file(exc)
+            if missing is None:
+                raise
+            _fail(f"a file of a Delta table is missing: {missing} (was the table changed or "
+                  "vacuumed outside reprise?)")
         except NoArgsIsHelpError:
             raise
         except UsageError as exc:
@@ -94,6 +100,18 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     line = re.sub(r"\s*\n\s*", " ", message.strip())
     err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
     raise typer.Exit(code=code)
+
+
+def _missing_file(exc: Exception) -> str | None:
+    """The path of a missing file that ``exc`` reports, read in this process (pyarrow), by
+    Spark or by a Spark worker (None for any other exception)."""
+    if isinstance(exc, FileNotFoundError):
+        return str(exc.filename or exc)
+    if type(exc).__name__ in ("AnalysisException", "PythonException", "Py4JJavaError"):
+        found = re.search(r"(?:PATH_NOT_FOUND\] Path does not exist: |FileNotFoundError: )"
+                          r"(\S+?)\.?(?: SQLSTATE|\s|$)", str(exc))
+        return found.group(1) if found else None
+    return None
 
 
 def _usage(exc: UsageError) -> NoReturn:

@@ -84,3 +84,22 @@ def test_ctrl_c_during_a_spark_replay_is_one_line_and_the_run_resumes():
     again = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert again.returncode == 0, again.stderr
     assert reprise(warehouse, "validate", "interrupted").returncode == 0
+
+
+def test_a_data_file_gone_from_a_recording_is_one_line_naming_it():
+    """A Delta table whose data file was removed outside reprise: read by Spark (``validate``)
+    or by pyarrow in the process (a small ``replay``), one line naming the file (before: a
+    Spark AnalysisException or a FileNotFoundError traceback)."""
+    warehouse = Path(tempfile.mkdtemp(prefix="reprise-missing-"))
+    assert reprise(warehouse, "generate", "vitals", "--keys", "5", "--events", "600",
+                   "--commits", "2").returncode == 0
+    assert reprise(warehouse, "replay", "vitals_hr_1m", "--run-id", "before").returncode == 0
+    gone = sorted((warehouse / "recordings" / "vitals").glob("*.parquet"))[0]
+    gone.unlink()
+    for args in (["validate", "before"], ["replay", "vitals_hr_1m", "--run-id", "after"]):
+        done = reprise(warehouse, *args)
+        assert done.returncode == 1, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: a file of a Delta table is "
+                                                       "missing: "), done.stderr
+        assert gone.name in lines[0]
