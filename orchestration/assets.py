@@ -39,12 +39,16 @@ def manifest_chart(manifest: pd.DataFrame) -> str:
         f"{max(secs, default=0):.3f} |"])
 
 
-def segment_metadata(segment: dict | None, fresh_reason: str) -> dict:
-    """What a materialization did to its run: the segment it added (from version, to version,
-    new events), ``none`` when the recording had no new version, or why it replayed afresh."""
+def segment_metadata(info, segment: dict | None, fresh_reason: str) -> dict:
+    """What a materialization did to its run ``info`` (its RunInfo): the segment it added (from
+    version, to version, new events), ``none`` when the recording had no new version; a fresh
+    replay (no earlier run, or one that cannot be continued) is the run's segment 0, with
+    why."""
+    if segment is None and fresh_reason:  # the run's first replay: all of it is new
+        segment = {"segment": 0, "from_version": None, "to_version": info.input_version,
+                   "events": info.total, "batches": info.batches}
     if segment is None:
-        return {"segment": f"fresh replay ({fresh_reason})" if fresh_reason
-                else "none (no new recording version)"}
+        return {"segment": "none (no new recording version)"}
     meta = {"segment": int(segment["segment"]),
             "segment_from_version": -1 if segment.get("from_version") is None
             else int(segment["from_version"]),
@@ -121,7 +125,7 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
         context.log.info(f"run {info.run_id}: {info.total} events, {info.batches} batches")
         return dg.MaterializeResult(asset_key=replay_key(query.name), metadata={
             **replay_metadata(info, manifest),
-            **segment_metadata(result.segment, result.fresh_reason)})
+            **segment_metadata(info, result.segment, result.fresh_reason)})
 
     return replay
 

@@ -26,7 +26,8 @@ def build_jobs(catalog: Catalog, groups: set[str]) -> list:
 def nightly_schedule() -> dg.ScheduleDefinition:
     """Bring every replay up to date at 03:00 UTC (each continues its latest run)."""
     return dg.ScheduleDefinition(name="nightly_replay", job_name=ALL_JOB,
-                                 cron_schedule="0 3 * * *", execution_timezone="UTC")
+                                 cron_schedule="0 3 * * *", execution_timezone="UTC",
+                                 default_status=dg.DefaultScheduleStatus.RUNNING)
 
 
 def build_sensor(catalog: Catalog, replayable: set[str]) -> dg.SensorDefinition:
@@ -40,7 +41,8 @@ def build_sensor(catalog: Catalog, replayable: set[str]) -> dg.SensorDefinition:
                for name in catalog.recordings}
 
     @dg.sensor(name="new_recording_versions", job_name=ALL_JOB, minimum_interval_seconds=60,
-               description="Replay the queries of a recording when it gains a Delta version")
+               description="Replay the queries of a recording when it gains a Delta version",
+               default_status=dg.DefaultSensorStatus.RUNNING)
     def new_recording_versions(context: dg.SensorEvaluationContext,
                                warehouse: WarehouseResource) -> dg.SensorResult | dg.SkipReason:
         from jobs.storage.versions import table_version

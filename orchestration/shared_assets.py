@@ -42,7 +42,8 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
             result = continue_query(runner, name, log=context.log.info)  # its own segment
             yield dg.MaterializeResult(asset_key=replay_key(name), metadata={
                 **replay_metadata(result.info, result.manifest.to_pandas()),
-                **segment_metadata(result.segment, result.fresh_reason), "shared": False})
+                **segment_metadata(result.info, result.segment, result.fresh_reason),
+                "shared": False})
         if len(first) < 2:
             return
         shared = SharedReplay(runner)  # first replays of several queries: one shared scan
@@ -50,7 +51,8 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
         plan, alone = shared.plan(infos)
         manifests = shared.run(infos, say=context.log.info, planned=(plan, alone))
         for info in infos:
-            metadata = replay_metadata(info, manifests[info.run_id].to_pandas())
+            metadata = {**replay_metadata(info, manifests[info.run_id].to_pandas()),
+                        **segment_metadata(info, None, "no completed run")}
             metadata["shared"] = plan is not None and info not in alone
             if metadata["shared"]:
                 metadata.update(plan_metadata(plan))

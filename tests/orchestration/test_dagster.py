@@ -157,6 +157,10 @@ def test_sensor_requests_one_run_per_new_recording_version(sample_defs, storage,
 def test_schedule_and_jobs_exist(sample_defs):
     schedule = sample_defs.resolve_schedule_def("nightly_replay")
     assert schedule.cron_schedule == "0 3 * * *" and schedule.job_name == ALL_JOB
+    # live as soon as a daemon runs (`make ui`), not stopped until switched on in the UI
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    sensor = sample_defs.resolve_sensor_def("new_recording_versions")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     for job in ("recordings_job", "window_job", "select_job", ALL_JOB):
         assert sample_defs.resolve_job_def(job) is not None
 

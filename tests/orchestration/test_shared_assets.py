@@ -38,6 +38,13 @@ def test_subset_of_replays_shares_and_one_runs_alone(spark, storage, catalog, wa
             for e in result.get_asset_materialization_events()}
     assert meta[hr]["shared"].value and meta[low]["shared"].value
     assert meta[hr]["plan_hash"].value == meta[low]["plan_hash"].value
+    for key in (hr, low):  # a first replay is its run's segment 0 (before: no segment keys)
+        segment = {k: meta[key][k].value for k in ("segment", "segment_from_version",
+                                                   "segment_to_version", "new_events",
+                                                   "new_batches", "fresh_because")}
+        assert segment == {"segment": 0, "segment_from_version": -1, "segment_to_version": 1,
+                           "new_events": 1_500, "new_batches": meta[key]["batches"].value,
+                           "fresh_because": "no completed run"}
     clusters = meta[hr]["plan_clusters"].value
     assert sorted(q for c in clusters for q in c["queries"]) == ["vitals_hr_1m",
                                                                  "vitals_low_spo2"]
