@@ -289,8 +289,8 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         where = _where(doc.get("where"), source,
                        {**rec.columns, **{n: t for n, (_, t) in derived.items()}})
     elif "where" in doc:
-        raise CatalogError(source, "where", f"a {kind} query reads several recordings: put the "
-                           "row condition in its SQL")
+        raise CatalogError(source, "where", f"a {kind} query has its own SQL: put the row "
+                           "condition in its WHERE")
     lateness = parse_duration_us(doc.get("lateness", 0), source=source, fieldname="lateness")
     if "query" not in doc:
         raise CatalogError(source, "query", "is required")

@@ -45,16 +45,16 @@ class _Commands(TyperGroup):
             return super().invoke(ctx)
         except RepriseError as exc:
             _fail(str(exc))
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            _usage(exc)
         except Exception as exc:  # a data file gone from under a table (not an input error)
             missing = _missing_file(exc)
             if missing is None:
                 raise
             _fail(f"a file of a Delta table is missing: {missing} (was the table changed or "
                   "vacuumed outside reprise?)")
-        except NoArgsIsHelpError:
-            raise
-        except UsageError as exc:
-            _usage(exc)
 
 
 app = typer.Typer(help="Replay recorded event streams through verified streaming queries.",
@@ -510,5 +510,7 @@ def run() -> None:
     exit_now(code)
 
 
-if __name__ == "__main__":
-    run()
+if __name__ == "__main__":  # python -m jobs.cli: the imported module, where `analyze` is too
+    from jobs.cli import run as run_imported
+
+    run_imported()

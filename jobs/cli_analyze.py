@@ -7,6 +7,7 @@ import re
 from typing import Annotated
 
 import typer
+from typer._click.exceptions import UsageError  # (typer's own click)
 
 from .cli import Catalog_, _catalog, _fail, app, console
 from .settings import load_settings
@@ -14,6 +15,7 @@ from .settings import load_settings
 
 @app.command()
 def analyze(
+    ctx: typer.Context,
     sql: Annotated[str | None, typer.Argument(help="SELECT ... FROM ... WHERE ... query")] = None,
     schema: Annotated[list[str] | None, typer.Option(
         "--schema", help='A stream and its integer attributes, e.g. "S(A,B,C)"; repeat')] = None,
@@ -31,16 +33,26 @@ def analyze(
 
     from engine.spj import analyze as analyze_query
 
+    if query is not None and (sql is not None or schema):
+        raise UsageError("give either a SQL query with --schema or --query NAME, not both", ctx)
     if query is not None:
+        from engine.catalog import CatalogError
+        from engine.spj import SpjError
         from engine.spj.family import analysis_inputs
 
         cat = _catalog(load_settings(), catalog)
-        sql, schemas, stamps = analysis_inputs(cat.query(query), cat.recordings)
+        spec = cat.query(query)
+        sql, schemas, stamps = analysis_inputs(spec, cat.recordings)
+        try:
+            result = analyze_query(sql, schemas, stamps or None)
+        except SpjError as exc:  # named as a replay of the query names it
+            raise CatalogError(spec.source, "query", str(exc)) from exc
     elif sql is None or not schema:
-        _fail("give a SQL query with --schema for each stream, or --query NAME of the catalog")
+        raise UsageError("give a SQL query with --schema for each stream, or --query NAME of "
+                         "the catalog", ctx)
     else:
         schemas, stamps = _cli_schemas(schema, timestamp or [])
-    result = analyze_query(sql, schemas, stamps or None)
+        result = analyze_query(sql, schemas, stamps or None)
     if as_json:
         print(json.dumps(result.to_json(), indent=1, default=str))
         return
@@ -60,10 +72,15 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
     """``--schema S(A,B)`` and ``--timestamp S.ts`` options as analyser arguments."""
     schemas: dict[str, list[str]] = {}
     for text in schema:
-        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(([^)]*)\)\s*", text)
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)"
+                         r"\s*\)\s*", text)
         if not m:
             _fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
-        schemas[m.group(1)] = [a.strip() for a in m.group(2).split(",") if a.strip()]
+        attributes = [a.strip() for a in m.group(2).split(",")]
+        if m.group(1) in schemas or len(set(attributes)) < len(attributes):
+            _fail(f"--schema {text!r}: stream {m.group(1)} or one of its attributes is given "
+                  "twice")
+        schemas[m.group(1)] = attributes
     stamps = {}
     for text in timestamp:
         stream, dot, attr = text.partition(".")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .analysis import Analysis
 from .checker import check as fig2
 from .closure import Closure
-from .errors import SpjError
+from .errors import SpjUnbounded
 from .lto import Spj, spj_of
 from .model import Query
 from .rules import spj_verdict
@@ -47,7 +47,7 @@ def refusal(a: Analysis) -> str:
     w = a.witness
     if w is not None:
         text += f"; adversarial input family ({w.condition}, stream {w.stream}): {w.description}"
-    return text + "; allow_unbounded=True runs it on the full history (the state grows)"
+    return text
 
 
 def synopsis_source(a: Analysis) -> Source | str:
@@ -71,11 +71,11 @@ def choose_mode(a: Analysis, source: Source | str, mode: str | None,
                 allow_unbounded: bool) -> str:
     """Synopses when possible; the full history only if asked for or allowed."""
     if not a.bounded and not allow_unbounded:
-        raise SpjError(str(source))
+        raise SpjUnbounded(str(source))
     if not isinstance(source, str):
         return mode or SYNOPSIS
     if mode == SYNOPSIS or (mode is None and not allow_unbounded):
-        raise SpjError(source)
+        raise SpjUnbounded(source)
     return FULL_HISTORY
 
 

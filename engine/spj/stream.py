@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
 from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
-from .errors import SpjError
+from .errors import SpjError, SpjUnbounded
 from .executor import SpjExecutor
 from .inputs import PARTITION, STREAM, column_name
 from .model import Attr, Const, Output, Query
@@ -50,9 +50,11 @@ class SpjOperator(KeyedOperator):
         try:
             self.executor = SpjExecutor(sql, spj_schemas(query, recordings), timestamps,
                                         allow_unbounded=allow)
+        except SpjUnbounded as exc:
+            raise CatalogError(query.source, "query", f"{exc.reason} (set `allow_unbounded: "
+                               "true` to run it on the full history; its state grows)") from exc
         except SpjError as exc:
-            hint = "" if allow else " (set `allow_unbounded: true` to run it on the full history)"
-            raise CatalogError(query.source, "query", f"{exc}{hint}") from exc
+            raise CatalogError(query.source, "query", str(exc)) from exc
         self.query: Query = self.executor.analysis.query
         self._check_groups(query.source)
         self.columns = [_safe(c) for c in self.executor.output_columns]

@@ -103,3 +103,10 @@ def test_a_data_file_gone_from_a_recording_is_one_line_naming_it():
         assert len(lines) == 1 and lines[0].startswith("error: a file of a Delta table is "
                                                        "missing: "), done.stderr
         assert gone.name in lines[0]
+
+
+def test_python_m_jobs_cli_has_every_command():
+    # (`analyze` registers itself on the imported module: under `-m` it was missing)
+    done = reprise(Path(tempfile.mkdtemp(prefix="reprise-m-")), "analyze",
+                   "SELECT DISTINCT S.A FROM S", "--schema", "S(A,B)")
+    assert done.returncode == 0 and done.stdout.startswith("bounded"), done.stderr

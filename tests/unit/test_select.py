@@ -160,7 +160,8 @@ def test_where_may_read_derived_columns_and_is_refused_on_multi_input_queries():
     assert parse_query(doc, RECORDINGS, "q.yaml").where.columns == {"deficit"}
     spj = {"name": "j", "kind": "spj", "inputs": {"v": "vitals"}, "where": "spo2 < 90",
            "query": "SELECT v.spo2 FROM v"}
-    with pytest.raises(CatalogError, match=r"j\.yaml: field 'where': a spj query reads several"):
+    with pytest.raises(CatalogError, match=r"j\.yaml: field 'where': a spj query has its own "
+                                           "SQL: put the row condition in its WHERE"):
         parse_query(spj, RECORDINGS, "j.yaml")
 
 
