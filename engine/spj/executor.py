@@ -143,6 +143,11 @@ class SpjExecutor:
             v = row[col]
             if v is not None and not fits(kind, v):
                 return f"stream {stream!r}, column {col!r}: value {v!r} is not {EXPECTED[kind]}"
+        query = self.analysis.query
+        stamp = query.timestamps.get(stream) if self._timed is not None else None
+        if stamp is not None and stream in query.occurrences.values() and row.get(stamp) is None:
+            return (f"stream {stream!r}, column {stamp!r}: no timestamp (application time needs "
+                    "one on every row)")
         return None
 
     def step(self, state: SpjState | TimedState | PiecesState, events: Sequence[Event]

@@ -264,3 +264,18 @@ def test_cross_product_without_attributes_fits_its_bound() -> None:
     state, out = run(ex, [[s(1)], [t(2), s(3)]])
     assert out == [[], [{"1": 1}]]
     assert ex.size(state) == 3 <= ex.bound
+
+
+def test_an_application_time_row_without_its_timestamp_is_set_aside_with_a_reason():
+    # (before, it stopped the replay: "timestamp None is not an integer tick")
+    schemas = {"S": ("A", "I"), "T": ("D", "J")}
+    ex = SpjExecutor("SELECT DISTINCT S.A FROM S, T WHERE S.I = T.J AND S.A = 1", schemas,
+                     {"S": "I", "T": "J"})
+    assert ex.engine == "down-sets"
+    missing = {"A": 1, "I": None}
+    assert ex.check("S", missing) == ("stream 'S', column 'I': no timestamp (application time "
+                                      "needs one on every row)")
+    assert ex.check("S", {"A": 1, "I": 5}) is None
+    state = ex.init()
+    state, rows = ex.step(state, [("S", {"A": 1, "I": 5}), ("T", {"D": 0, "J": 5})])
+    assert rows == [{"S.A": 1}]
