@@ -212,11 +212,15 @@ def _events_before(storage: DeltaStorage, path: str, seq: int) -> tuple[list[Liv
 
 
 def describe(segment: dict) -> str:
-    """One line about a segment, e.g. ``segment 1: v3 -> v5, batches 7-9, 20,000 events``."""
+    """One line about a segment, e.g. ``segment 1: v3 -> v5, batches 7-9, 20,000 events`` (a
+    run of several recordings: ``segment 1: up to ads@v4, ad_campaigns@v2, ...``)."""
     start = "start" if segment.get("from_version") is None else f"v{segment['from_version']}"
     first, count = int(segment["first_batch"]), int(segment["batches"])
     span = f"batches {first}-{first + count - 1}" if count else "no new batch"
-    return (f"segment {segment['segment']}: {start} -> v{segment['to_version']}, {span}, "
+    sources = segment.get("sources") or {}
+    versions = ("up to " + ", ".join(f"{name}@v{version}" for name, version in sources.items())
+                if len(sources) > 1 else f"{start} -> v{segment['to_version']}")
+    return (f"segment {segment['segment']}: {versions}, {span}, "
             f"{int(segment['events']):,} new events")
 
 
