@@ -236,6 +236,9 @@ def _parse_batch(value: Any, source: str) -> BatchSpec:
 
 _QUERY_FIELDS = {"name", "kind", "input", "inputs", "key", "time", "lateness", "batch", "query",
                  "output", "expectations", "description", "allow_unbounded", "derive", "where"}
+#: Fields of the queries of one recording only, and of several recordings only.
+_SINGLE_INPUT_ONLY = ("input", "key", "time", "lateness")
+_MULTI_INPUT_ONLY = ("inputs", "allow_unbounded")
 
 
 def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
@@ -249,6 +252,10 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     from .registry import family_of  # the registry imports the families, which import this
 
     single = family_of(kind, source).single_input
+    foreign = [f for f in (_MULTI_INPUT_ONLY if single else _SINGLE_INPUT_ONLY) if f in doc]
+    if foreign:  # (it would be ignored)
+        reads = "one recording" if single else "several recordings"
+        raise CatalogError(source, foreign[0], f"not a field of a {kind} query (it reads {reads})")
     if single:
         inputs = {"input": _require(doc, "input", source)}
     else:

@@ -176,3 +176,22 @@ def test_the_cli_reports_a_bad_where_as_one_line_naming_file_and_field(tmp_path)
     line = result.output.strip()
     assert "\n" not in line and line.startswith("error: ")
     assert f"{path}: field 'where': unknown column 'oxygen'" in line
+
+
+@pytest.mark.parametrize(("extra", "kind"), [
+    ({"lateness": "5s"}, "spj"), ({"key": "patient_id"}, "spj"), ({"time": "ts"}, "spj"),
+    ({"inputs": {"v": "vitals"}}, "select"), ({"allow_unbounded": True}, "select")])
+def test_a_field_of_the_other_kind_of_query_is_refused(extra, kind):
+    # (before, it was read and ignored: `lateness:` on an spj query, `inputs:` on a qre query)
+    if kind == "spj":
+        doc = {"name": "j", "kind": "spj", "inputs": {"v": "vitals"},
+               "query": "SELECT v.spo2 FROM v"}
+    else:
+        doc = {"name": "j", "kind": "select", "input": "vitals",
+               "query": {"columns": ["spo2"]}}
+    (field,) = extra
+    reads = "several recordings" if kind == "spj" else "one recording"
+    with pytest.raises(CatalogError, match=rf"j\.yaml: field '{field}': not a field of a {kind} "
+                                           rf"query \(it reads {reads}\)"):
+        parse_query({**doc, **extra}, RECORDINGS, "j.yaml")
+    parse_query(doc, RECORDINGS, "j.yaml")  # without it, the query is fine
