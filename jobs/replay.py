@@ -50,7 +50,7 @@ from .run_context import RunContext
 from .run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
 from .run_lock import run_lock
 from .segments import finish_rewind, output_removals, save_run
-from .settings import Settings, load_settings
+from .settings import EXCHANGES, Settings, load_settings
 from .staging import stage_table
 from .storage import DeltaStorage, LiveFile, StagedFile, Txn
 from .warehouse import Warehouse
@@ -211,7 +211,7 @@ class Replay:
         return RunContext.of(self.catalog.query(query_name), self.catalog.recordings)
 
     def _exchange(self) -> str:
-        if self.exchange not in ("direct", "spark"):
+        if self.exchange not in EXCHANGES:
             raise ReplayError(f"unknown exchange {self.exchange!r} (REPRISE_EXCHANGE): use "
                               "direct or spark")
         return self.exchange

@@ -18,7 +18,7 @@ from engine.operator import KeyedOperator
 
 from .names import check_name
 from .plans import parse_plan
-from .settings import MAX_BUCKETS
+from .settings import EXCHANGES, MAX_BUCKETS
 from .storage import Txn
 from .warehouse import Warehouse
 
@@ -202,7 +202,7 @@ def _checked(data: Any, directory: str) -> RunInfo:
             raise _BadField(name, str(exc)) from None
     _integer(data["input_version"], "input_version")
     _integer(data["buckets"], "buckets", 1, MAX_BUCKETS)
-    if data.get("exchange", "spark") not in ("spark", "direct"):
+    if data.get("exchange", "spark") not in EXCHANGES:
         raise _BadField("exchange", f"expected \"spark\" or \"direct\", got "
                                     f"{_shown(data['exchange'])}")
     _object(data.get("query_spec", {}), "query_spec")
