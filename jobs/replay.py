@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -429,8 +430,9 @@ class Replay:
         output files the first batch's output commit removes (that commit is made even when it
         adds and removes nothing, so that a retry finds it done).
 
-        Each table takes its batches in order in a thread of its own (the tables do not depend
-        on each other, and a crash between them is repaired by the per-batch transactions).
+        The tables do not depend on each other (a crash between them is repaired by the
+        per-batch transactions): each takes its batches in order, in a thread of its own when
+        the storage's commits wait (:meth:`~jobs.storage.DeltaStorage.commits_wait`).
         """
         for batch in group:
             lo, hi = bounds[batch]
@@ -440,17 +442,20 @@ class Replay:
                                   f"{steps[batch].rows_seen}; the recording changed under the "
                                   "pinned version?")
         stepped = [b for b in group if b != info.batches]  # the end-of-input flush: output only
-        with ThreadPoolExecutor(len(KINDS)) as pool:
-            output = pool.submit(self._commit_appends, info, "output", tables["output"],
-                                 plan.schemas["output"], group, steps, removals)
-            events = [pool.submit(self._commit_events, info, kind, tables[kind], plan, stepped,
-                                  steps) for kind in ("late", "quarantine")]
-            states = pool.submit(self._commit_states, info, tables["state"],
-                                 plan.schemas["state"], stepped, steps, live)
-            versions = {"output": output.result()}
-            for future in events:
-                future.result()
-            after = states.result()
+        commits = {
+            "output": partial(self._commit_appends, info, "output", tables["output"],
+                              plan.schemas["output"], group, steps, removals),
+            **{kind: partial(self._commit_events, info, kind, tables[kind], plan, stepped, steps)
+               for kind in ("late", "quarantine")},
+            "state": partial(self._commit_states, info, tables["state"], plan.schemas["state"],
+                             stepped, steps, live)}
+        if self.storage.commits_wait(tables["output"]):
+            with ThreadPoolExecutor(len(commits)) as pool:
+                futures = {kind: pool.submit(commit) for kind, commit in commits.items()}
+                done = {kind: future.result() for kind, future in futures.items()}
+        else:
+            done = {kind: commit() for kind, commit in commits.items()}
+        versions, after = done["output"], done["state"]
         reports, rows = [], []
         duration_s = (time.perf_counter() - started) / len(group)  # manifest bookkeeping only
         for batch in group:
@@ -465,7 +470,7 @@ class Replay:
             reports.append(report)
             rows.append({"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi,
                          "state_version": state_version,
-                         "output_version": versions["output"][batch], **asdict(report)})
+                         "output_version": versions[batch], **asdict(report)})
         return reports, rows, state_version
 
     def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,

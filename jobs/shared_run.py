@@ -55,6 +55,7 @@ from .run_info import ReplayError, RunInfo
 from .run_lock import run_lock
 from .runs import resume_note
 from .shared_plan import named_once, on_its_own, one_recording, shared_plan
+from .shared_work import work_of
 
 QUERY = "__query"
 
@@ -164,10 +165,12 @@ def _stream(frame: pd.DataFrame, columns: list[str], time_column: str,
     return pd.DataFrame(arrays, copy=False)
 
 
-def parts(members: list[Member], count: int) -> list[list[Member]]:
-    """``members`` in at most ``count`` parts of about equal size, one Spark task each, in
-    member order; the members of one pane group or residual filter stay in one part (they
-    share its work)."""
+def parts(members: list[Member], count: int,
+          work: Callable[[list[Member]], float] = len) -> list[list[Member]]:
+    """``members`` in at most ``count`` parts of about equal ``work`` (default: as many
+    members), one Spark task each, in member order; the members of one pane group or residual
+    filter stay in one part (they share its work). The units, heaviest first, each go to the
+    lightest part so far."""
     units: list[list[Member]] = []
     unit_of: dict[int, int] = {}  # shared object -> its unit
     for m in members:
@@ -183,8 +186,11 @@ def parts(members: list[Member], count: int) -> list[list[Member]]:
         units[found[0]].append(m)
         unit_of.update(dict.fromkeys(ids, found[0]))
     loads: list[list[Member]] = [[] for _ in range(count)]
-    for unit in sorted((u for u in units if u), key=len, reverse=True):  # (stable sort)
-        min(loads, key=len).extend(unit)
+    weights = [0.0] * count
+    for unit in sorted((u for u in units if u), key=work, reverse=True):  # (stable sort)
+        i = min(range(count), key=weights.__getitem__)
+        loads[i].extend(unit)
+        weights[i] += work(unit)
     order = {m.name: i for i, m in enumerate(members)}
     return [sorted(part, key=lambda m: order[m.name]) for part in loads if part]
 
@@ -324,7 +330,8 @@ class SharedReplay:
 
         # one Spark job per part, side by side: the runs of a part that is done commit while
         # the other parts' tasks still run
-        tasks = parts(members, first.buckets)
+        selects = {q for q, c in contexts.items() if c.query.kind == "select"}
+        tasks = parts(members, first.buckets, work_of(plan, selects))
         self.tasks += len(tasks)
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}

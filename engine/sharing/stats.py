@@ -60,6 +60,7 @@ class Statistics:
             else:
                 column = sample[time].dropna()
                 if not pd.api.types.is_integer_dtype(column.dtype):
-                    column = pd.to_datetime(column, utc=True).dt.as_unit("us").astype("int64")
+                    column = pd.to_datetime(column, utc=True, cache=False).dt.as_unit("us").astype(
+                        "int64")
                 self.span_us[time] = max(1, int(column.max() - column.min()))
         return self.span_us[time]

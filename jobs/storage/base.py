@@ -157,6 +157,12 @@ class DeltaStorage(ABC):
                 return int(entry["version"])
         return None
 
+    def commits_wait(self, path: str) -> bool:
+        """Whether a commit to the table at ``path`` spends its time waiting (on the JVM, on a
+        remote store), so that commits to several tables are faster side by side in threads.
+        The default: yes."""
+        return True
+
     def staging_dir(self, path: str, tag: str) -> str:
         """Directory where workers may write Parquet files for :meth:`commit_files`."""
         return f"{path.rstrip('/')}/data/{tag}"

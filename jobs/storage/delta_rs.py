@@ -394,6 +394,12 @@ class DeltaRsStorage(DeltaStorage):
         return self.commit_files(path, staged, to_arrow_schema(df.schema), mode=mode, txn=txn,
                                  metadata=metadata)
 
+    def commits_wait(self, path: str) -> bool:
+        """Only on a remote store: a local append is a log entry this process writes (its
+        Python work does not run side by side; in threads, a shared run's 32 queries committed
+        in 0.22 s instead of 0.09 s)."""
+        return "://" in path and not path.startswith("file://")
+
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,
                      metadata: Mapping[str, str] | None = None,

@@ -62,3 +62,13 @@ def test_parts_cover_every_member_once_and_keep_sharers_together(links, count):
             if (a.share is not None and a.share is b.share) or (
                     a.passing is not None and a.passing is b.passing):
                 assert part_of[a.name] == part_of[b.name]
+
+
+def test_parts_balance_the_estimated_work_not_the_member_count():
+    # q0-q2 share panes and weigh 9 together; q3-q6 weigh 1 each
+    members = _members([(0, None)] * 3 + [(None, None)] * 4)
+    split = parts(members, 2, lambda unit: 9.0 if unit[0].share is not None else len(unit))
+    assert [[m.name for m in p] for p in split] == [["q0", "q1", "q2"], ["q3", "q4", "q5", "q6"]]
+    by_count = parts(members, 2)
+    assert sorted(len(p) for p in by_count) == [3, 4]
+    assert [m.name for m in by_count[0]] != ["q0", "q1", "q2"]
