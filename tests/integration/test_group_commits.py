@@ -65,3 +65,23 @@ def test_a_job_retried_with_other_job_sizes_commits_each_event_once(setup, first
     assert manifest.column("batch").to_pylist() == list(range(11))
     for table in ("output", "late", "quarantine"):
         assert rows(resumed, run_id, table) == rows(straight, "straight", table), table
+
+
+def test_tables_committed_in_threads_equal_tables_committed_in_order(setup, monkeypatch):
+    """A storage whose commits wait (remote, delta-spark) commits the tables side by side; a
+    local delta-rs table one after another. Both give every table and the manifest alike."""
+    spark, storage, warehouse, catalog = setup
+    assert storage.name == "delta-rs" and storage.commits_wait("s3://bucket/table")
+    assert not storage.commits_wait(str(warehouse.root))
+    made = {}
+    for waits in (False, True):
+        monkeypatch.setattr(storage, "commits_wait", lambda path, waits=waits: waits)
+        replay = Replay(spark, storage, warehouse, catalog, batches_per_job=4)
+        info = replay.prepare("ev_w", plan=PLAN, run_id=f"threads-{waits}")
+        replay.run(info)
+        made[waits] = {t: rows(replay, info.run_id, t)
+                       for t in ("output", "late", "quarantine", "state")}
+        manifest = replay.manifest(info.run_id).to_pandas()
+        made[waits]["versions"] = manifest[["state_version", "output_version"]].values.tolist()
+    assert made[False] == made[True]
+    assert made[False]["output"] and made[False]["late"]
