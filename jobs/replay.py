@@ -470,7 +470,7 @@ class Replay:
             reports.append(report)
             rows.append({"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi,
                          "state_version": state_version,
-                         "output_version": versions[batch], **asdict(report)})
+                         "output_version": versions[batch], **vars(report)})
         return reports, rows, state_version
 
     def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,

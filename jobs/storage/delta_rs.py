@@ -60,6 +60,8 @@ def _filesystem(path: str) -> tuple[pa.fs.FileSystem, str]:
 
 
 def _exists(path: str) -> bool:
+    if "://" not in path or path.startswith("file://"):
+        return os.path.exists(_local(path))  # (a commit checks two log entries: cheaper)
     fs, inner = _filesystem(path)
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
 
@@ -202,6 +204,9 @@ class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
 
     name: str = field(init=False, default="delta-rs")
+    #: :meth:`files` of local versions, by path, version and the table's first log entry.
+    _file_lists: dict[tuple, list[DataFile]] = field(init=False, default_factory=dict,
+                                                     repr=False)
     _snapshots: dict[tuple[str, int], DeltaTable] = field(init=False, default_factory=dict,
                                                           repr=False)
     #: Open handles on tables this process commits to, brought up to date before each use
@@ -341,6 +346,18 @@ class DeltaRsStorage(DeltaStorage):
                                             strict=True))
 
     def files(self, path: str, version: int) -> list[DataFile]:
+        root = _local(path).rstrip("/")
+        try:  # a version's files never change; the first log entry (it holds the table's id)
+            with open(f"{root}/_delta_log/{0:020d}.json", "rb") as first:  # tells a table
+                made = first.read()  # made again at the path apart
+        except OSError:  # (not a local table, or its first entry is gone: no memo)
+            return self._files(path, version)
+        key = (root, version, made)
+        if key not in self._file_lists:
+            self._file_lists[key] = self._files(path, version)
+        return list(self._file_lists[key])
+
+    def _files(self, path: str, version: int) -> list[DataFile]:
         dt = self._readable(path, version)
         live = pa.table(dt.get_add_actions(flatten=True))
         counts = dict(zip(live.column("path").to_pylist(), live.column("num_records").to_pylist(),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -305,6 +306,22 @@ def test_files_list_live_files_with_adding_version(backend, tmp_path):
     backend.write(batch([9, 10]), path, mode="overwrite")
     assert [f.commit_version for f in backend.files(path, 3)] == [3]
     assert [f.commit_version for f in backend.files(path, 2)] == [0, 1, 2]
+
+
+def test_files_of_a_table_made_again_at_its_path_are_the_new_tables(backend, tmp_path):
+    """A version's files are read once per process (they never change), but a table removed
+    and made again at the same path has other files under the same version numbers."""
+    path = table_path(tmp_path)
+    backend.write(batch([0, 1, 2]), path)
+    backend.write(batch([3, 4]), path)
+    before = backend.files(path, 1)
+    assert backend.files(path, 1) == before  # (read again: the same)
+    shutil.rmtree(path)
+    backend.write(batch([5]), path)
+    backend.write(batch([6, 7, 8, 9]), path)
+    again = backend.files(path, 1)
+    assert [pq.ParquetFile(f.uri).metadata.num_rows for f in again] == [1, 4]
+    assert not {f.uri for f in again} & {f.uri for f in before}
 
 
 def test_a_table_of_several_chunks_is_written_in_its_row_order(backend, tmp_path):
