@@ -3,6 +3,7 @@ sharing views, the recording's statistics for the cost model, and the plan as te
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -102,14 +103,16 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
     step = max(1, -(-len(files) // SAMPLE_FILES))
     read = [(path, rows) for path, rows in files[::step] if rows]
     share = sum(rows for _, rows in read)
-    tables = []
-    for path, rows in read:
+
+    def head(path: str, rows: int) -> pa.RecordBatch | None:
         with pq.ParquetFile(path) as parquet:
             names = [c for c in sorted(columns) if c in parquet.schema_arrow.names]
-            head = next(parquet.iter_batches(batch_size=-(-sample_rows * rows // share),
+            return next(parquet.iter_batches(batch_size=-(-sample_rows * rows // share),
                                              columns=names), None)
-        if head is not None:
-            tables.append(pa.Table.from_batches([head]))
+
+    with ThreadPoolExecutor(4) as pool:  # (pyarrow decodes without the GIL)
+        heads = list(pool.map(head, *zip(*read, strict=True))) if read else []
+    tables = [pa.Table.from_batches([h]) for h in heads if h is not None]
     sample = exact_pandas(pa.concat_tables(tables, promote_options="default")) if tables else None
     return Statistics(rows=total, sample=sample)
 

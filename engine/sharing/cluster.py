@@ -106,7 +106,11 @@ def build_cluster(members: list[SharingView], stats: Statistics,
 
 def _build(ordered: list[SharingView], stats: Statistics, where: Pred | None) -> Cluster:
     widened = relax(*(m.where for m in ordered)) if where is None else where
-    residuals = {m.name: residual_predicate(m.where, widened) for m in ordered}
+    known = stats.residuals  # (planning asks again for each cluster it tries)
+    for m in ordered:
+        if (m.where, widened) not in known:
+            known[m.where, widened] = residual_predicate(m.where, widened)
+    residuals = {m.name: known[m.where, widened] for m in ordered}
     rows_in = {m.name: stats.selectivity(m.where) * stats.rows for m in ordered}
     groups = group_panes(ordered, residuals, rows_in, stats)
     grouped = {q for g in groups for q in g.queries}

@@ -26,6 +26,8 @@ class Statistics:
     _cache: dict[Pred, float] = field(default_factory=dict, repr=False)
     #: Clusters built for these statistics, by members and W (see ``cluster.build_cluster``).
     clusters: dict = field(default_factory=dict, repr=False)
+    #: Residual predicates found for these statistics' plans, by (predicate, W).
+    residuals: dict = field(default_factory=dict, repr=False)
 
     def selectivity(self, pred: Pred) -> float:
         """The estimated fraction of rows passing ``pred``: (matches + 0.5) / (n + 1) on the
