@@ -120,6 +120,9 @@ class PaneMember(WrappedOperator):
     def _slices(self, panes: Columns) -> Columns:
         """The panes rolled up into this member's slices, in (key, slice start) order."""
         op = self.window
+        if op.slice_us == self.share.pane:  # the panes are its slices (arrays only read)
+            return {CODE: panes[CODE], "window_start": panes["window_start"],
+                    "max_t": panes["window_start"], **{c: panes[c] for c in op.plan.columns()}}
         starts = panes["window_start"] - np.mod(panes["window_start"], op.slice_us)
         seg = Segments.by_code(panes[CODE], starts)
         rows = {CODE: seg.first(panes[CODE]), "window_start": seg.first(starts),
