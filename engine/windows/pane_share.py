@@ -124,7 +124,10 @@ class PaneMember(WrappedOperator):
             return {CODE: panes[CODE], "window_start": panes["window_start"],
                     "max_t": panes["window_start"], **{c: panes[c] for c in op.plan.columns()}}
         starts = panes["window_start"] - np.mod(panes["window_start"], op.slice_us)
-        seg = Segments.by_code(panes[CODE], starts)
+        code = panes[CODE]  # (in key and pane order: a slice's panes are a run, no sort)
+        seg = Segments.runs(np.arange(len(code)),
+                            np.r_[True, (code[1:] != code[:-1]) | (starts[1:] != starts[:-1])]
+                            if len(code) else np.zeros(0, bool))
         rows = {CODE: seg.first(panes[CODE]), "window_start": seg.first(starts),
                 "max_t": seg.first(starts)}
         rows.update(op.plan.merge(panes, seg))
