@@ -2,10 +2,12 @@
 
 Each query keeps its own run (the run id a standalone replay would get, its own ``output``,
 ``late``, ``quarantine``, ``state`` and ``manifest`` tables and per-batch commits, so validation,
-checks and resumption work per query unchanged). What is shared, per group of batches: one
-Spark job, in which each bucket's task reads the batch files once, applies each cluster's
-widened predicate W once (engine/sharing's plan) and hands every member query its bucket's
-rows, that query's residual predicate in front of its own operator (``jobs.keyed.run_bucket``).
+checks and resumption work per query unchanged). What is shared, per group of batches: the
+queries are split into parts of about equal estimated work (:func:`parts`,
+:mod:`jobs.shared_work`), one Spark job of one task each, side by side; a part's task reads the
+batch files once, applies each cluster's widened predicate W once (engine/sharing's plan) and
+hands every member query the rows of every bucket, that query's residual predicate in front of
+its own operator (``jobs.keyed.run_bucket``).
 Events without key or time reach every query regardless of W: a query quarantines them as a
 standalone run does.
 
