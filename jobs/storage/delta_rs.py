@@ -12,6 +12,7 @@ an append-only table, a checkpoint's version) goes through delta-rs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -65,6 +66,9 @@ def _exists(path: str) -> bool:
     fs, inner = _filesystem(path)
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
 
+
+#: How many versions' file lists a storage keeps (:meth:`DeltaRsStorage.files`).
+_FILE_LISTS = 16
 
 #: Relative data file paths a log entry can name as they are (no character to percent-encode).
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -204,7 +208,8 @@ class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
 
     name: str = field(init=False, default="delta-rs")
-    #: :meth:`files` of local versions, by path, version and the table's first log entry.
+    #: :meth:`files` of local versions, by path, version and the table's first log entry (the
+    #: last :data:`_FILE_LISTS` asked for).
     _file_lists: dict[tuple, list[DataFile]] = field(init=False, default_factory=dict,
                                                      repr=False)
     _snapshots: dict[tuple[str, int], DeltaTable] = field(init=False, default_factory=dict,
@@ -349,11 +354,13 @@ class DeltaRsStorage(DeltaStorage):
         root = _local(path).rstrip("/")
         try:  # a version's files never change; the first log entry (it holds the table's id)
             with open(f"{root}/_delta_log/{0:020d}.json", "rb") as first:  # tells a table
-                made = first.read()  # made again at the path apart
+                made = hashlib.blake2b(first.read(), digest_size=16).digest()  # made again
         except OSError:  # (not a local table, or its first entry is gone: no memo)
             return self._files(path, version)
         key = (root, version, made)
         if key not in self._file_lists:
+            if len(self._file_lists) >= _FILE_LISTS:  # (the oldest goes)
+                del self._file_lists[next(iter(self._file_lists))]
             self._file_lists[key] = self._files(path, version)
         return list(self._file_lists[key])
 
