@@ -185,6 +185,13 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str,
                           f"--run-id {run_id}` first")
     query, note = query_of_run(info, catalog)
     ctx = RunContext.of(query, catalog.recordings)
+    latest = (replay.storage.version(info.input_path)
+              if replay.storage.exists(info.input_path) else None)
+    if latest is None or info.input_version > latest:
+        now = "is gone" if latest is None else f"has versions 0 to {latest}"
+        raise ReplayError(f"run {run_id!r} read version {info.input_version} of "
+                          f"{info.input_path} (its run.json), which {now}: the recording was "
+                          f"made again since; replay `{info.query}` anew")
     frame = sequenced(replay.storage, info.input_path, info.input_version, info.files, 0,
                       info.total, ctx.time_column, ctx.query.derived)
     op = ctx.operator

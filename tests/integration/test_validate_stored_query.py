@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 from helpers import QUERY, events_table, small_catalog, write_commits
 
 from engine.catalog import load_catalog
 from jobs.replay import Replay
+from jobs.run_info import ReplayError
 from jobs.validate import validate_run
 from jobs.warehouse import Warehouse
 
@@ -46,3 +49,19 @@ def test_validate_uses_the_stored_definition_and_notes_the_changed_file(finished
     assert report.ok, (report.diff, report.late_mismatch)
     assert report.reference_rows == report.output_rows > 0
     assert str(path) in report.note and "has changed since run r1" in report.note
+
+
+def test_a_run_of_a_recording_made_again_with_fewer_versions_is_named(spark, storage, tmp_path):
+    """The recording was generated again (fewer versions) after the run: validate says which
+    version the run read and what the recording has now, not a Delta kernel error."""
+    catalog = small_catalog(tmp_path / "schemas")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    path = warehouse.recording("ev")
+    write_commits(storage, path, events_table(np.random.default_rng(5), 90), 3)
+    replay = Replay(spark, storage, warehouse, catalog)
+    replay.run(replay.prepare("ev_w", run_id="old"))
+    shutil.rmtree(path)
+    write_commits(storage, path, events_table(np.random.default_rng(6), 30), 1)
+    with pytest.raises(ReplayError, match=r"run 'old' read version 2 of .*run\.json.*has "
+                                          r"versions 0 to 0.*made again"):
+        validate_run(replay, catalog, "old")
