@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import RepriseError
+from engine.own_directory import only_mine
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 #: ``REPRISE_DELTA_BACKEND`` values.
@@ -144,11 +145,9 @@ def _own_directory(name: str, path: Path) -> Path:
     if not existing.is_dir():
         raise SettingsError(f"{name}: {existing} is not a directory"
                             + ("" if existing == path else f", so {path} cannot be made"))
-    if existing == path:
-        info = path.stat()
-        if info.st_uid != os.getuid() or info.st_mode & 0o022:
-            raise SettingsError(f"{name}: {path} can be written by other users; the files "
-                                "written there are imported: use a directory of your own")
+    if existing == path and not only_mine(path):
+        raise SettingsError(f"{name}: {path} can be written by other users; the files written "
+                            "there are imported: use a directory of your own")
     return path
 
 

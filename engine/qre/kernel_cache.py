@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..own_directory import only_mine
+
 #: The cache directory of a process that never called :func:`configure_cache`: in the user's
 #: cache directory, never a shared temporary directory (the files are imported).
 DEFAULT_CACHE_DIR = Path("~/.cache/reprise/qre-kernels")
@@ -68,7 +70,7 @@ def _write_source(name: str, source: str) -> Path | None:
     try:
         folder = directory.expanduser()
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _own(folder):
+        if not only_mine(folder):
             return None
         path = folder / f"{name}.py"
         if path.exists() and path.read_text() == source:
@@ -79,9 +81,3 @@ def _write_source(name: str, source: str) -> Path | None:
     except (OSError, RuntimeError):  # RuntimeError: no home directory
         return None
     return path
-
-
-def _own(directory: Path) -> bool:
-    """Whether only this user can write to ``directory``."""
-    info = directory.stat()
-    return info.st_uid == os.getuid() and not info.st_mode & 0o022
