@@ -387,6 +387,14 @@ class Catalog:
         """The query ``name``; else its file's error, or an UnknownName listing the known."""
         return self._lookup("query", "queries", name, self.queries, self.broken_queries)
 
+    @property
+    def root_problem(self) -> str | None:
+        """Why the catalog directory cannot be read (it does not exist, or is not a directory),
+        or None."""
+        if self.root.is_dir():
+            return None
+        return "is not a directory" if self.root.exists() else "does not exist"
+
     def check(self) -> None:
         """Raise the first error of a file that failed to load, if any."""
         for problem in [*self.broken_recordings.values(), *self.broken_queries.values()]:
@@ -399,10 +407,9 @@ class Catalog:
         if name in broken:
             raise broken[name]
         folder = self.root / subdirectory
-        if not self.root.is_dir():
+        if self.root_problem is not None:
             raise UnknownName(f"unknown {what} {name!r}: the catalog directory {self.root} "
-                              + ("is not a directory" if self.root.exists() else
-                                 "does not exist"))
+                              f"{self.root_problem}")
         if not loaded and not broken:
             raise UnknownName(f"unknown {what} {name!r}: the catalog directory {self.root} has "
                               f"no {what} files ({folder}/*.yaml)")

@@ -23,10 +23,9 @@ def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:
     settings = load_settings()
     catalog_dir = catalog_dir or str(settings.catalog)
     catalog = load_catalog(catalog_dir)
-    if not catalog.root.is_dir():
-        problem = "is not a directory" if catalog.root.exists() else "does not exist"
+    if catalog.root_problem is not None:
         raise CatalogError(str(catalog.root), "<directory>", "the catalog directory "
-                           f"{catalog.root} {problem} (REPRISE_CATALOG)")
+                           f"{catalog.root} {catalog.root_problem} (REPRISE_CATALOG)")
     catalog.check()  # a file that fails to load fails the definitions, naming it
     assets = build_assets(catalog)
     replayable = {k.path[-1] for a in assets for k in a.keys if k.path[0] == "replays"}
