@@ -189,10 +189,11 @@ def parts(members: list[Member], count: int,
         unit_of.update(dict.fromkeys(ids, found[0]))
     loads: list[list[Member]] = [[] for _ in range(count)]
     weights = [0.0] * count
-    for unit in sorted((u for u in units if u), key=work, reverse=True):  # (stable sort)
+    weighed = [(work(u), u) for u in units if u]
+    for weight, unit in sorted(weighed, key=lambda w: w[0], reverse=True):  # (stable sort)
         i = min(range(count), key=weights.__getitem__)
         loads[i].extend(unit)
-        weights[i] += work(unit)
+        weights[i] += weight
     order = {m.name: i for i, m in enumerate(members)}
     return [sorted(part, key=lambda m: order[m.name]) for part in loads if part]
 
