@@ -53,15 +53,20 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
+def _remote(path: str) -> bool:
+    """Whether ``path`` is a URI of a store other than the local file system."""
+    return "://" in path and not path.startswith("file://")
+
+
 def _filesystem(path: str) -> tuple[pa.fs.FileSystem, str]:
     """pyarrow's filesystem of a local path or URI, and the path within it."""
-    if "://" in path and not path.startswith("file://"):
+    if _remote(path):
         return pa.fs.FileSystem.from_uri(path)
     return pa.fs.LocalFileSystem(), _local(path)
 
 
 def _exists(path: str) -> bool:
-    if "://" not in path or path.startswith("file://"):
+    if not _remote(path):
         return os.path.exists(_local(path))  # (a commit checks two log entries: cheaper)
     fs, inner = _filesystem(path)
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
@@ -422,7 +427,7 @@ class DeltaRsStorage(DeltaStorage):
         """Only on a remote store: a local append is a log entry this process writes (its
         Python work does not run side by side; in threads, a shared run's 32 queries committed
         in 0.22 s instead of 0.09 s)."""
-        return "://" in path and not path.startswith("file://")
+        return _remote(path)
 
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,
