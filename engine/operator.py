@@ -74,8 +74,9 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
         schema=schema)
 
 
-def column_to_arrow(values: pd.Series, type_: pa.DataType) -> pa.Array:
-    """One column of a frame as ``type_`` (see :func:`to_arrow`)."""
+def column_to_arrow(values: pd.Series, type_: pa.DataType, dictionary: bool = False) -> pa.Array:
+    """One column of a frame as ``type_`` (see :func:`to_arrow`); ``dictionary``: a categorical
+    text column as a dictionary array (its codes and categories, not expanded)."""
     if pa.types.is_timestamp(type_) and not pd.api.types.is_datetime64_any_dtype(values):
         return pa.array(np.asarray(values, dtype="int64"), pa.int64()).cast(type_)
     if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
@@ -84,7 +85,9 @@ def column_to_arrow(values: pd.Series, type_: pa.DataType) -> pa.Array:
     if isinstance(values.dtype, pd.CategoricalDtype):  # each category converted once
         codes = values.cat.codes.to_numpy()
         categories = pa.array(values.cat.categories.to_numpy(), type=type_, from_pandas=True)
-        return categories.take(pa.array(codes, mask=codes < 0))
+        indices = pa.array(codes, mask=codes < 0)
+        return (pa.DictionaryArray.from_arrays(indices, categories)
+                if dictionary and pa.types.is_string(type_) else categories.take(indices))
     return pa.array(values, type=type_, from_pandas=True)
 
 

@@ -158,11 +158,13 @@ def _entry(lines: list[dict]) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def file_stats(path: str, meta: pq.FileMetaData | None = None) -> tuple[int, str]:
+def file_stats(path: str, meta: pq.FileMetaData | None = None,
+               nulls_of: Mapping[str, int] | None = None) -> tuple[int, str]:
     """Row count and Delta stats JSON (numRecords, nullCount, min/max of numbers) of a file;
-    ``meta``: its footer, when the writer kept it (else it is read from the file)."""
+    ``meta``: its footer, when the writer kept it (else it is read from the file);
+    ``nulls_of``: the null counts of columns written without statistics."""
     meta = meta or pq.ParquetFile(path).metadata
-    nulls: dict[str, int] = {}
+    nulls: dict[str, int] = dict(nulls_of or {})
     mins: dict[str, object] = {}
     maxs: dict[str, object] = {}
     for rg in range(meta.num_row_groups):

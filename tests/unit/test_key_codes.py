@@ -3,11 +3,14 @@ honoured."""
 
 from __future__ import annotations
 
+import json
 from itertools import combinations
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,7 +19,7 @@ from engine.operator import SEQ, TIME, column_to_arrow
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
-from jobs.keyed import BucketSplit, KeyValues, _coded_state, arrow_table, key_codes
+from jobs.keyed import BucketSplit, KeyValues, _coded_state, _write, arrow_table, key_codes
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
@@ -32,9 +35,26 @@ def test_codes_sort_like_the_values_and_map_back(state_keys, event_keys, categor
     assert keys.decode(events)["k"].tolist() == event_keys
     schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
     assert arrow_table(events, schema, keys).column("k").to_pylist() == event_keys
+    coded = arrow_table(events, schema, keys, dictionary=True).column("k")
+    assert pa.types.is_dictionary(coded.type) and coded.to_pylist() == event_keys
     pairs = list(zip([*state_keys, *event_keys], [*state["k"], *events["k"]], strict=True))
     for (a, ca), (b, cb) in combinations(pairs, 2):
         assert (a < b) == (ca < cb) and (a == b) == (ca == cb)
+
+
+def test_text_kept_as_codes_is_written_as_text_with_its_null_count(tmp_path):
+    frame = pd.DataFrame({"k": pd.Categorical(["b", None, "a", "b"], categories=["a", "b", "zz"]),
+                          "x": [4, 2, 3, 1]})
+    schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
+    table = arrow_table(frame, schema, dictionary=True)
+    assert pa.types.is_dictionary(table.schema.field("k").type)
+    row = _write(SimpleNamespace(dirs={"output": str(tmp_path)}), 0, "output", table, 0)
+    back = pq.read_table(row["path"])
+    assert back.schema == schema  # the text reads back as text, not as a dictionary
+    assert back.column("k").to_pylist() == ["b", None, "a", "b"]
+    stats = json.loads(row["stats"])
+    assert stats["nullCount"] == {"k": 1, "x": 0}
+    assert (stats["minValues"], stats["maxValues"]) == ({"x": 1}, {"x": 4})
 
 
 def _spec(*aggregates: Aggregate) -> WindowSpec:
