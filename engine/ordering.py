@@ -19,14 +19,19 @@ def in_order(columns: list[np.ndarray]) -> bool:
     sorts last) are never taken as in order."""
     if any(c.dtype.kind == "f" for c in columns):
         return False
-    tied = np.ones(max(len(columns[0]) - 1, 0), dtype=bool)
-    for c in columns:
-        if not tied.any():
-            break
-        a, b = c[:-1][tied], c[1:][tied]
+    tied = None  # the pairs of neighbours equal on the columns so far (None: every pair)
+    for i, c in enumerate(columns):
+        a, b = (c[:-1], c[1:]) if tied is None else (c[:-1][tied], c[1:][tied])
         if np.any(b < a):
             return False
-        tied[tied] = a == b
+        if i == len(columns) - 1:
+            break
+        if tied is None:
+            tied = a == b
+        else:
+            tied[tied] = a == b
+        if not tied.any():
+            break
     return True
 
 

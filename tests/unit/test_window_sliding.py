@@ -60,3 +60,5 @@ def test_rows_count_as_in_order_exactly_when_a_stable_sort_keeps_them(rows):
     order = frame.sort_values(["k", "s", "f"], kind="stable").index.to_numpy()
     assert in_order(columns) == (order == np.arange(len(frame))).all()
     assert in_order(columns[1:]) == (np.lexsort(columns[:0:-1]) == np.arange(len(frame))).all()
+    assert in_order(columns[1:2]) == (np.argsort(columns[1], kind="stable")
+                                      == np.arange(len(frame))).all()
