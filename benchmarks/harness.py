@@ -3,8 +3,11 @@ and median timings of replays and of Spark jobs (``noop`` sink), measured in tur
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import statistics
+import struct
 import tempfile
 import time
 import uuid
@@ -17,6 +20,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.catalog import Catalog
+from engine.own_directory import only_mine
 from jobs.recordings.store import generate_recording
 from jobs.replay import Replay
 from jobs.run_info import RunInfo
@@ -25,6 +29,35 @@ from jobs.storage import DeltaStorage, open_storage
 from jobs.warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[1]
+#: ``ioctl`` requests for a file's attribute flags, and the flag of a directory at the top of
+#: directory hierarchies (``chattr +T``)
+_GET_FLAGS, _SET_FLAGS, _TOP_DIRECTORY = 0x80086601, 0x40086602, 0x00020000
+
+
+def scratch_parent() -> Path:
+    """The directory the benchmarks make their scratch directories in: ``reprise-bench-<uid>``
+    in the temporary directory, private to this user and, where the file system has the flag
+    (ext4), marked as the top of directory hierarchies, so that each scratch directory made in
+    it goes to a block group the allocator picks (Orlov) instead of the one next to its parent.
+    On ext4 without a journal, creating a file costs more for every inode of its block group
+    freed in the last minutes (README, Shared replays, "Why /tmp varies"): without the flag a
+    benchmark's files went into the block group whose inodes the previous benchmark had just
+    freed, and creating one took 118 to 740 µs instead of about 20."""
+    parent = Path(tempfile.gettempdir()) / f"reprise-bench-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    if parent.is_symlink() or not only_mine(parent):
+        raise SystemExit(f"{parent}: the benchmarks' scratch directory must be a directory of "
+                         "this user that no one else can write to")
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = struct.unpack("i", fcntl.ioctl(fd, _GET_FLAGS, struct.pack("i", 0)))[0]
+        if not flags & _TOP_DIRECTORY:
+            fcntl.ioctl(fd, _SET_FLAGS, struct.pack("i", flags | _TOP_DIRECTORY))
+    except OSError:
+        pass  # a file system without the flag places directories its own way
+    finally:
+        os.close(fd)
+    return parent
 
 
 @dataclass(frozen=True)
@@ -47,7 +80,7 @@ class Bench:
 @contextmanager
 def bench(master: str = "local[2]") -> Iterator[Bench]:
     spark = get_spark(master)
-    root = Path(tempfile.mkdtemp(prefix="reprise-bench-"))
+    root = Path(tempfile.mkdtemp(prefix="reprise-bench-", dir=scratch_parent()))
     try:
         yield Bench(spark, open_storage(spark), root)
     finally:
