@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .frames import rows_at
 from .operator import KeyedOperator, StepResult
 from .predicate import Pred
 
@@ -48,7 +49,7 @@ def passing(frame: pd.DataFrame, predicate: Pred) -> pd.DataFrame:
     if frame.empty:
         return frame
     mask = np.asarray(predicate.evaluate(frame), dtype=bool)
-    return frame if mask.all() else frame[mask]
+    return frame if mask.all() else rows_at(frame, np.flatnonzero(mask))
 
 
 class Passing:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .frames import rows_at, take
 from .operator import REASON, SEQ, TIME
 from .ordering import NO_TIME, max_before, order_by_code
 
@@ -127,7 +128,7 @@ def split_batch(batch: pd.DataFrame, prior: Marks, key: str, lateness: int,
     columns = [n for n in keep if n in batch.columns] if keep is not None else list(batch.columns)
     return Arrivals(Marks(keys, before, split.after),
                     _late(batch, order[split.late], split.before[split.late], lateness),
-                    pd.DataFrame({n: _take(batch[n], on_time) for n in columns}),
+                    pd.DataFrame({n: take(batch[n], on_time) for n in columns}),
                     c[~split.late])
 
 
@@ -137,12 +138,7 @@ def _late(batch: pd.DataFrame, rows: np.ndarray, before: np.ndarray, lateness: i
     each one's max event time before it)."""
     by_arrival = np.argsort(batch[SEQ].to_numpy(dtype="int64")[rows], kind="stable")
     rows, before = rows[by_arrival], before[by_arrival]
-    late = batch.take(rows).reset_index(drop=True)
+    late = rows_at(batch, rows, keep_index=False)
     late[REASON] = late_reasons(late[TIME].to_numpy(dtype="int64"), before, lateness)
     return late
 
-
-def _take(column: pd.Series, rows: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
-    """The values of ``column`` at positions ``rows`` (numpy when its dtype is numpy's)."""
-    values = column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
-    return values.take(rows)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,15 @@ class StateCodec:
 
     def encode(self, state: pd.DataFrame) -> pa.Table:
         return to_arrow(state, self.schema)
+
+    def empty(self) -> pd.DataFrame:
+        """A state without rows, its columns typed as pandas reads the schema; a new frame each
+        time (converting the empty table took about 0.1 ms, a copy 0.01 ms)."""
+        return self._empty.copy()
+
+    @cached_property
+    def _empty(self) -> pd.DataFrame:
+        return self.schema.empty_table().to_pandas()
 
     def decode(self, table: pa.Table) -> pd.DataFrame:
         return table.cast(self.schema).to_pandas()

@@ -109,7 +109,7 @@ class QreOperator(KeyedOperator):
         return (QreOperator, (self.spec, self.name, self.use_kernel))
 
     def init(self) -> pd.DataFrame:
-        return self.state_codec.schema.empty_table().to_pandas()
+        return self.state_codec.empty()
 
     # -- the buffer ------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..catalog import COLUMN_TYPES
+from ..frames import take, values
 from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
 from ..ordering import in_order
 from .spec import ARRIVAL, SelectSpec
@@ -34,13 +35,14 @@ class SelectOperator(KeyedOperator):
             pa.schema([pa.field(self.key, COLUMN_TYPES[spec.key_type])]), [self.key])
 
     def init(self) -> pd.DataFrame:
-        return self.state_codec.schema.empty_table().to_pandas()
+        return self.state_codec.empty()
 
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
         seq = batch[SEQ].to_numpy(dtype="int64")
         # a batch usually comes in arrival order: then it is taken as is
         order = None if in_order([seq]) else np.argsort(seq, kind="stable")
-        output = {c: _values(batch[c], order) for c in self.spec.columns}
+        output = {c: values(batch[c]) if order is None else take(batch[c], order)
+                  for c in self.spec.columns}
         output[ARRIVAL] = seq if order is None else seq[order]
         # (copy=False: the frame takes the arrays, which are only read afterwards, as they are)
         return StepResult(state, pd.DataFrame(output, copy=False),
@@ -49,9 +51,3 @@ class SelectOperator(KeyedOperator):
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({name: np.zeros(0, dtype=object) for name in self.output_schema.names})
 
-
-def _values(column: pd.Series, order: np.ndarray | None
-            ) -> np.ndarray | pd.api.extensions.ExtensionArray:
-    """The values of ``column`` (numpy when its dtype is numpy's), at positions ``order``."""
-    values = column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
-    return values if order is None else values.take(order)

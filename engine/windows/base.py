@@ -73,7 +73,7 @@ class WindowOperator(KeyedOperator):
         return self.spec.emit == "updates"
 
     def init(self) -> pd.DataFrame:
-        return self.state_codec.schema.empty_table().to_pandas()
+        return self.state_codec.empty()
 
     @abstractmethod
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
