@@ -86,6 +86,8 @@ class Marks:
     @classmethod
     def of(cls, keys: np.ndarray, max_t: np.ndarray) -> Marks:
         """The marks of ``keys`` with their max event times (before and after alike)."""
+        if keys.dtype.kind in "iu" and not np.any(keys[1:] <= keys[:-1]):
+            return cls(keys, max_t, max_t)  # (distinct and sorted already, as a state keeps them)
         code, distinct = pd.factorize(keys, sort=True)
         times = np.full(len(distinct), NO_TIME, dtype="int64")
         times[code] = max_t

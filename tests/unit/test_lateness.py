@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.lateness import Marks, arrival_order, late_reasons, late_split, split_batch
 from engine.operator import REASON, SEQ, TIME
@@ -104,3 +106,14 @@ def test_max_before_is_the_running_max_of_each_key(in_order):
         expected_running.append(last[c])
     assert before.tolist() == expected_before
     assert running.tolist() == expected_running
+
+
+@given(st.lists(st.integers(-5, 50), unique=True), st.booleans())
+def test_marks_of_keys_in_any_order_give_each_key_its_time(keys, shuffled):
+    keys = sorted(keys, reverse=shuffled)  # (sorted keys, as a state keeps them, or reversed)
+    times = np.arange(len(keys), dtype="int64") * 7
+    marks = Marks.of(np.array(keys, dtype="int64"), times)
+    assert marks.keys.tolist() == sorted(keys)
+    assert dict(zip(marks.keys.tolist(), marks.after.tolist(), strict=True)) == dict(
+        zip(keys, times.tolist(), strict=True))
+    assert marks.before.tolist() == marks.after.tolist()
