@@ -42,7 +42,8 @@ def scratch_parent() -> Path:
     On ext4 without a journal, creating a file costs more for every inode of its block group
     freed in the last minutes (README, Shared replays, "Why /tmp varies"): without the flag a
     benchmark's files went into the block group whose inodes the previous benchmark had just
-    freed, and creating one took 118 to 740 µs instead of about 20."""
+    freed, and creating one took 118 µs (468 and 739 µs after larger deletions) instead of
+    about 20."""
     parent = Path(tempfile.gettempdir()) / f"reprise-bench-{os.getuid()}"
     parent.mkdir(mode=0o700, exist_ok=True)
     if parent.is_symlink() or not only_mine(parent):
