@@ -72,8 +72,26 @@ def _exists(path: str) -> bool:
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
 
 
-#: How many versions' file lists a storage keeps (:meth:`DeltaRsStorage.files`).
-_FILE_LISTS = 16
+#: How many file lists of versions, and snapshots of past versions, the delta-rs storage keeps.
+_KEPT = 16
+
+
+def _made(root: str) -> bytes | None:
+    """A digest of the local table's first log entry, which holds the table's id: it tells a
+    table removed and made again at ``root``; None without such an entry here (a remote table,
+    or its first entry is gone)."""
+    try:
+        with open(f"{root}/_delta_log/{0:020d}.json", "rb") as first:
+            return hashlib.blake2b(first.read(), digest_size=16).digest()
+    except OSError:
+        return None
+
+
+def _keep(memo: dict, key: tuple, value: object) -> None:
+    """Put ``value`` in ``memo``, which keeps the last :data:`_KEPT` (the oldest goes)."""
+    if len(memo) >= _KEPT:
+        del memo[next(iter(memo))]
+    memo[key] = value
 
 #: Relative data file paths a log entry can name as they are (no character to percent-encode).
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -215,12 +233,12 @@ class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
 
     name: str = field(init=False, default="delta-rs")
-    #: :meth:`files` of local versions, by path, version and the table's first log entry (the
-    #: last :data:`_FILE_LISTS` asked for).
+    #: :meth:`files` of local versions, and snapshots of their past versions, by path, version
+    #: and the table's first log entry (:func:`_made`; a version never changes, but a table can
+    #: be made again at its path); the last :data:`_KEPT` of each.
     _file_lists: dict[tuple, list[DataFile]] = field(init=False, default_factory=dict,
                                                      repr=False)
-    _snapshots: dict[tuple[str, int], DeltaTable] = field(init=False, default_factory=dict,
-                                                          repr=False)
+    _snapshots: dict[tuple, DeltaTable] = field(init=False, default_factory=dict, repr=False)
     #: Open handles on tables this process commits to, brought up to date before each use
     #: (reading the new log entries is cheaper than opening the table again).
     _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
@@ -259,11 +277,12 @@ class DeltaRsStorage(DeltaStorage):
                                ) from exc
 
     def _readable(self, path: str, version: int | None = None) -> DeltaTable:
-        if version is not None and (path, version) in self._snapshots:
-            return self._snapshots[(path, version)]
+        root = _local(path).rstrip("/")
+        kept = None if version is None else (root, version, _made(root))
+        if kept is not None and kept in self._snapshots:
+            return self._snapshots[kept]
         # the open handle of the latest version, when it is the snapshot asked for (not cached
         # as a snapshot: it moves on)
-        root = _local(path).rstrip("/")
         current, head = self._latest.get(root), self._appended.get(root)
         if version is None or (current is not None and version > current.version()) or (
                 head is not None and version == head.version):
@@ -280,8 +299,8 @@ class DeltaRsStorage(DeltaStorage):
         why = unsupported_features(path, features, dt.metadata().configuration, dvs)
         if why:
             raise UnsupportedTableFeature(why)
-        if version is not None and dt is not current:  # a past snapshot never changes
-            self._snapshots[(path, version)] = dt
+        if kept is not None and kept[2] is not None and dt is not current:
+            _keep(self._snapshots, kept, dt)
         return dt
 
     def exists(self, path: str) -> bool:
@@ -359,16 +378,11 @@ class DeltaRsStorage(DeltaStorage):
 
     def files(self, path: str, version: int) -> list[DataFile]:
         root = _local(path).rstrip("/")
-        try:  # a version's files never change; the first log entry (it holds the table's id)
-            with open(f"{root}/_delta_log/{0:020d}.json", "rb") as first:  # tells a table
-                made = hashlib.blake2b(first.read(), digest_size=16).digest()  # made again
-        except OSError:  # (not a local table, or its first entry is gone: no memo)
+        key = (root, version, _made(root))
+        if key[2] is None:  # (not a local table, or its first entry is gone: no memo)
             return self._files(path, version)
-        key = (root, version, made)
         if key not in self._file_lists:
-            if len(self._file_lists) >= _FILE_LISTS:  # (the oldest goes)
-                del self._file_lists[next(iter(self._file_lists))]
-            self._file_lists[key] = self._files(path, version)
+            _keep(self._file_lists, key, self._files(path, version))
         return list(self._file_lists[key])
 
     def _files(self, path: str, version: int) -> list[DataFile]:

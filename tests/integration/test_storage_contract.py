@@ -324,6 +324,19 @@ def test_files_of_a_table_made_again_at_its_path_are_the_new_tables(backend, tmp
     assert not {f.uri for f in again} & {f.uri for f in before}
 
 
+def test_a_past_version_of_a_table_made_again_at_its_path_is_the_new_tables(backend, tmp_path):
+    """A past version's snapshot never changes and is kept, but not across a table removed and
+    made again at the same path."""
+    path = table_path(tmp_path)
+    backend.write(batch([0, 1, 2]), path)
+    backend.write(batch([3]), path)
+    assert backend.read_arrow(path, 0).column("n").to_pylist() == [0, 1, 2]
+    shutil.rmtree(path)
+    backend.write(batch([5]), path)
+    backend.write(batch([6, 7]), path)
+    assert backend.read_arrow(path, 0).column("n").to_pylist() == [5]
+
+
 def test_a_table_of_several_chunks_is_written_in_its_row_order(backend, tmp_path):
     # (delta-rs wrote the chunks of [3], [1], [2], [5], [4] as 3, 2, 4, 1, 5: a recording's row
     # order is its arrival order)
