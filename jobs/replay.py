@@ -214,7 +214,7 @@ class Replay:
     def _exchange(self) -> str:
         if self.exchange not in EXCHANGES:
             raise ReplayError(f"unknown exchange {self.exchange!r} (REPRISE_EXCHANGE): use "
-                              "direct or spark")
+                              f"{' or '.join(EXCHANGES)}")
         return self.exchange
 
     def _pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:

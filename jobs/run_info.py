@@ -203,8 +203,8 @@ def _checked(data: Any, directory: str) -> RunInfo:
     _integer(data["input_version"], "input_version")
     _integer(data["buckets"], "buckets", 1, MAX_BUCKETS)
     if data.get("exchange", "spark") not in EXCHANGES:
-        raise _BadField("exchange", f"expected \"spark\" or \"direct\", got "
-                                    f"{_shown(data['exchange'])}")
+        raise _BadField("exchange", f"expected one of {', '.join(map(json.dumps, EXCHANGES))}, "
+                                    f"got {_shown(data['exchange'])}")
     _object(data.get("query_spec", {}), "query_spec")
     _versions(data.get("sources", {}), "sources")
     _text(data.get("created", ""), "created", empty=True)
