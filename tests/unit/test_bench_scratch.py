@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from benchmarks.harness import _GET_FLAGS, _TOP_DIRECTORY, scratch_parent
+from benchmarks.harness import _GET_FLAGS, _SET_FLAGS, _TOP_DIRECTORY, scratch_parent
 
 
 @pytest.fixture
@@ -19,12 +19,25 @@ def temporary(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _flags(path) -> int | None:
+def _flags(path) -> int:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         return struct.unpack("i", fcntl.ioctl(fd, _GET_FLAGS, struct.pack("i", 0)))[0]
+    finally:
+        os.close(fd)
+
+
+def _takes_the_flag(directory) -> bool:
+    """Whether the file system of ``directory`` keeps the top-directory flag (ext4 does; tmpfs
+    and overlay file systems may not)."""
+    probe = directory / "probe"
+    probe.mkdir()
+    fd = os.open(probe, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, _SET_FLAGS, struct.pack("i", _flags(probe) | _TOP_DIRECTORY))
+        return bool(_flags(probe) & _TOP_DIRECTORY)
     except OSError:
-        return None
+        return False
     finally:
         os.close(fd)
 
@@ -33,7 +46,7 @@ def test_the_scratch_parent_is_private_and_a_top_directory_where_flags_exist(tem
     parent = scratch_parent()
     assert parent.parent == temporary and parent.stat().st_uid == os.getuid()
     assert parent.stat().st_mode & 0o077 == 0
-    if _flags(temporary) is not None:  # (ext4 and others with attribute flags)
+    if _takes_the_flag(temporary):
         assert _flags(parent) & _TOP_DIRECTORY
     assert scratch_parent() == parent  # made once, then reused
 
