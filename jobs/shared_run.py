@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from engine import frames
 from engine.catalog import QuerySpec
 from engine.filtered import FilteredOperator, Passing
 from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
@@ -160,7 +161,7 @@ def _stream(frame: pd.DataFrame, columns: list[str], time_column: str,
     ``time_column`` as the event time; ``values``: the key as plain values, as the direct
     exchange hands a categorical key column to an operator that wants values."""
     names = {c: c for c in [*columns, SEQ]} | {TIME: f"{TIME}:{time_column}"}
-    arrays = {name: frame[c].array if rows is None else frame[c].array.take(rows)
+    arrays = {name: frames.values(frame[c]) if rows is None else frames.take(frame[c], rows)
               for name, c in names.items()}
     if values:
         arrays[key] = np.asarray(arrays[key], dtype=object)
