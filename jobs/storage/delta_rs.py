@@ -87,11 +87,20 @@ def _made(root: str) -> bytes | None:
         return None
 
 
-def _keep(memo: dict, key: tuple, value: object) -> None:
-    """Put ``value`` in ``memo``, which keeps the last :data:`_KEPT` (the oldest goes)."""
+def _recall(memo: dict, root: str, version: int) -> object | None:
+    """What ``memo`` keeps for version ``version`` of the table at ``root``, if that table is
+    the one it was kept for (see :func:`_made`); the first log entry is read only when ``memo``
+    keeps something for that version."""
+    kept = memo.get((root, version))
+    return kept[1] if kept is not None and kept[0] == _made(root) else None
+
+
+def _keep(memo: dict, root: str, version: int, made: bytes, value: object) -> None:
+    """Keep ``value`` for version ``version`` of the table at ``root`` (``made``: its
+    :func:`_made`) in ``memo``, which keeps the last :data:`_KEPT` (the oldest goes)."""
     if len(memo) >= _KEPT:
         del memo[next(iter(memo))]
-    memo[key] = value
+    memo[root, version] = (made, value)
 
 #: Relative data file paths a log entry can name as they are (no character to percent-encode).
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -233,12 +242,11 @@ class DeltaRsStorage(DeltaStorage):
     """The default backend: needs no Delta jars."""
 
     name: str = field(init=False, default="delta-rs")
-    #: :meth:`files` of local versions, and snapshots of their past versions, by path, version
-    #: and the table's first log entry (:func:`_made`; a version never changes, but a table can
-    #: be made again at its path); the last :data:`_KEPT` of each.
-    _file_lists: dict[tuple, list[DataFile]] = field(init=False, default_factory=dict,
-                                                     repr=False)
-    _snapshots: dict[tuple, DeltaTable] = field(init=False, default_factory=dict, repr=False)
+    #: :meth:`files` of local versions, and snapshots of their past versions, by path and
+    #: version, with the table's :func:`_made` (a version never changes, but a table can be made
+    #: again at its path); the last :data:`_KEPT` of each (:func:`_keep`, :func:`_recall`).
+    _file_lists: dict[tuple, tuple] = field(init=False, default_factory=dict, repr=False)
+    _snapshots: dict[tuple, tuple] = field(init=False, default_factory=dict, repr=False)
     #: Open handles on tables this process commits to, brought up to date before each use
     #: (reading the new log entries is cheaper than opening the table again).
     _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
@@ -278,9 +286,9 @@ class DeltaRsStorage(DeltaStorage):
 
     def _readable(self, path: str, version: int | None = None) -> DeltaTable:
         root = _local(path).rstrip("/")
-        kept = None if version is None else (root, version, _made(root))
-        if kept is not None and kept in self._snapshots:
-            return self._snapshots[kept]
+        kept = None if version is None else _recall(self._snapshots, root, version)
+        if kept is not None:
+            return kept
         # the open handle of the latest version, when it is the snapshot asked for (not cached
         # as a snapshot: it moves on)
         current, head = self._latest.get(root), self._appended.get(root)
@@ -299,8 +307,10 @@ class DeltaRsStorage(DeltaStorage):
         why = unsupported_features(path, features, dt.metadata().configuration, dvs)
         if why:
             raise UnsupportedTableFeature(why)
-        if kept is not None and kept[2] is not None and dt is not current:
-            _keep(self._snapshots, kept, dt)
+        if version is not None and dt is not current:  # a past snapshot: kept if local
+            made = _made(root)
+            if made is not None:
+                _keep(self._snapshots, root, version, made, dt)
         return dt
 
     def exists(self, path: str) -> bool:
@@ -378,12 +388,13 @@ class DeltaRsStorage(DeltaStorage):
 
     def files(self, path: str, version: int) -> list[DataFile]:
         root = _local(path).rstrip("/")
-        key = (root, version, _made(root))
-        if key[2] is None:  # (not a local table, or its first entry is gone: no memo)
-            return self._files(path, version)
-        if key not in self._file_lists:
-            _keep(self._file_lists, key, self._files(path, version))
-        return list(self._file_lists[key])
+        files = _recall(self._file_lists, root, version)
+        if files is None:
+            files = self._files(path, version)
+            made = _made(root)
+            if made is not None:  # (not a local table, or its first entry is gone: no memo)
+                _keep(self._file_lists, root, version, made, files)
+        return list(files)
 
     def _files(self, path: str, version: int) -> list[DataFile]:
         dt = self._readable(path, version)
