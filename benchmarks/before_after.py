@@ -29,8 +29,8 @@ _CHILD = """
 import json, sys, time
 from pathlib import Path
 from engine.catalog import load_catalog
-from jobs.replay import Replay
-from jobs.spark import get_spark
+from jobs.runs.replay import Replay
+from jobs.runtime.spark_session import get_spark
 from jobs.storage import open_storage
 from jobs.warehouse import Warehouse
 root, query, replays, tag = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -50,7 +50,7 @@ import sys
 from pathlib import Path
 from engine.catalog import load_catalog
 from jobs.recordings.store import generate_recording
-from jobs.spark import get_spark
+from jobs.runtime.spark_session import get_spark
 from jobs.storage import open_storage
 from jobs.warehouse import Warehouse
 root, kind, keys, events = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.catalog import load_catalog
-from jobs.continuation import continue_query
-from jobs.replay import Replay
+from jobs.runs.continuation import continue_query
+from jobs.runs.replay import Replay
 
 from .harness import ROOT, bench
 

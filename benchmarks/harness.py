@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.catalog import Catalog
 from engine.own_directory import only_mine
 from jobs.recordings.store import generate_recording
-from jobs.replay import Replay
-from jobs.run_info import RunInfo
-from jobs.spark import get_spark
+from jobs.runs.replay import Replay
+from jobs.runs.run_info import RunInfo
+from jobs.runtime.spark_session import get_spark
 from jobs.storage import DeltaStorage, open_storage
 from jobs.warehouse import Warehouse
 

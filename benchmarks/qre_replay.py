@@ -19,9 +19,9 @@ from dataclasses import asdict
 import pandas as pd
 
 from engine.catalog import load_catalog
-from jobs.arrival import input_index, sequenced
-from jobs.keyed import BUCKET, bucketed
-from jobs.replay import Replay
+from jobs.execution.arrival import input_index, sequenced
+from jobs.execution.keyed_steps import BUCKET, bucketed
+from jobs.runs.replay import Replay
 
 from .harness import ROOT, ReplayRuns, bench, medians, noop
 

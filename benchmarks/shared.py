@@ -28,8 +28,8 @@ from deltalake import DeltaTable
 
 from engine.catalog import load_catalog
 from engine.predicate import TRUE
-from jobs.replay import Replay
-from jobs.shared_run import SharedReplay, pane_shares
+from jobs.runs.replay import Replay
+from jobs.shared.shared_run import SharedReplay, pane_shares
 
 from .harness import ROOT, bench, creation_latency, medians
 

@@ -16,7 +16,7 @@ import shutil
 from pyspark.sql import functions as F
 
 from engine.catalog import load_catalog
-from jobs.replay import Replay
+from jobs.runs.replay import Replay
 
 from .harness import ROOT, ReplayRuns, bench, medians, noop
 

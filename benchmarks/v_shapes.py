@@ -15,7 +15,7 @@ import json
 
 from engine.catalog import load_catalog
 from jobs.recordings.store import generate_recording
-from jobs.replay import Replay
+from jobs.runs.replay import Replay
 from jobs.warehouse import Warehouse
 
 from .harness import ROOT, ReplayRuns, bench, medians

@@ -54,7 +54,7 @@ class Settings:
     #: ``REPRISE_BATCHES_PER_JOB``: consecutive batches run by one Spark job.
     batches_per_job: int = 32
     #: ``REPRISE_BUCKETS``: key buckets of a new run (default: the cluster's executor cores, see
-    #: :func:`jobs.cluster.bucket_count`).
+    #: :func:`jobs.runtime.parallelism.bucket_count`).
     buckets: int | None = None
     #: ``REPRISE_EXCHANGE``: how events reach the key buckets (``direct`` or ``spark``; checked
     #: by the replay).

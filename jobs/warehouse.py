@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import RepriseError
-
-from .names import inside
+from jobs.warehouse_names import inside
 
 
 class WarehouseError(RepriseError):

@@ -5,8 +5,7 @@ import dagster as dg
 import pandas as pd
 
 from engine.catalog import Catalog, QuerySpec, RecordingSpec
-
-from .resources import SparkResource, WarehouseResource
+from orchestration.resources import SparkResource, WarehouseResource
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -114,7 +113,7 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
     @dg.multi_asset(specs=[replay_spec(query)], name=f"replay_{query.name}")
     def replay(context: dg.AssetExecutionContext, spark: SparkResource,
                warehouse: WarehouseResource) -> dg.MaterializeResult:
-        from jobs.continuation import continue_query
+        from jobs.runs.continuation import continue_query
 
         runner = warehouse.replay(spark)
         result = continue_query(runner, query.name, log=context.log.info,
@@ -134,8 +133,7 @@ def build_assets(catalog: Catalog) -> list[dg.AssetsDefinition]:
     """Every recording; the replays of the single-input queries of each recording as one
     multi-asset (materialised together they share the scan); each multi-input query alone."""
     from engine.registry import family_of
-
-    from .shared_assets import build_shared_replays
+    from orchestration.shared_assets import build_shared_replays
 
     assets = [build_recording_asset(spec) for spec in catalog.recordings.values()]
     by_recording: dict[str, list[QuerySpec]] = {}

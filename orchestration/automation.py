@@ -6,9 +6,8 @@ import json
 import dagster as dg
 
 from engine.catalog import Catalog
-
-from .assets import recording_key, replay_key
-from .resources import WarehouseResource
+from orchestration.assets import recording_key, replay_key
+from orchestration.resources import WarehouseResource
 
 ALL_JOB = "replay_all"
 

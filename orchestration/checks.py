@@ -6,9 +6,8 @@ import json
 import dagster as dg
 
 from engine.catalog import QuerySpec
-
-from .assets import replay_key
-from .resources import SparkResource, WarehouseResource
+from orchestration.assets import replay_key
+from orchestration.resources import SparkResource, WarehouseResource
 
 SHOWN = 5
 
@@ -33,7 +32,7 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
                     description="Replay output equals the naive reference over the same input")
     def matches_reference(context: dg.AssetCheckExecutionContext, spark: SparkResource,
                           warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        from jobs.validate import validate_run
+        from jobs.runs.validate import validate_run
 
         replay = warehouse.replay(spark)
         report = validate_run(replay, replay.catalog, latest_run_id(context, key))
@@ -58,8 +57,8 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
                     description="Great Expectations suite of the query file plus schema/non-null")
     def quality(context: dg.AssetCheckExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        from jobs.quality import build_expectations, run_suite
-        from jobs.run_context import RunContext
+        from jobs.runs.quality import build_expectations, run_suite
+        from jobs.runs.run_context import RunContext
 
         replay = warehouse.replay(spark)
         run_id = latest_run_id(context, key)
@@ -83,7 +82,7 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
                             warehouse: WarehouseResource) -> dg.AssetCheckResult:
         from dataclasses import asdict
 
-        from jobs.validate import reconcile_run
+        from jobs.runs.validate import reconcile_run
 
         run_id = latest_run_id(context, key)
         counts = reconcile_run(warehouse.replay(spark), run_id)
@@ -103,7 +102,7 @@ def build_standalone_check(query: QuerySpec) -> dg.AssetChecksDefinition:
                     description="A shared replay's tables equal the query's standalone replay")
     def equals_standalone(context: dg.AssetCheckExecutionContext, spark: SparkResource,
                           warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        from jobs.shared_compare import compare_with_standalone
+        from jobs.shared.standalone_compare import compare_with_standalone
 
         event = context.instance.get_latest_materialization_event(key)
         shared = event is not None and event.asset_materialization.metadata.get("shared")

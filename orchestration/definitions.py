@@ -11,11 +11,10 @@ import dagster as dg
 from engine.catalog import CatalogError, load_catalog
 from engine.registry import family_of
 from jobs.settings import load_settings
-
-from .assets import build_assets
-from .automation import build_jobs, build_sensor, nightly_schedule
-from .checks import build_checks, build_standalone_check
-from .resources import default_resources
+from orchestration.assets import build_assets
+from orchestration.automation import build_jobs, build_sensor, nightly_schedule
+from orchestration.checks import build_checks, build_standalone_check
+from orchestration.resources import default_resources
 
 
 def build_definitions(catalog_dir: str | None = None) -> dg.Definitions:

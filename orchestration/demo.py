@@ -9,11 +9,10 @@ import dagster as dg
 from rich.console import Console
 from rich.table import Table
 
-from jobs.process_exit import exit_now
-
-from .automation import ALL_JOB
-from .definitions import build_definitions
-from .resources import default_resources
+from jobs.cli.process_exit import exit_now
+from orchestration.automation import ALL_JOB
+from orchestration.definitions import build_definitions
+from orchestration.resources import default_resources
 
 #: Keep Dagster's event log out of the console (it is in the instance, see `make ui`).
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

@@ -18,7 +18,7 @@ class SparkResource(dg.ConfigurableResource):
 
     def session(self):
         if self._session is None:
-            from jobs.spark import get_spark
+            from jobs.runtime.spark_session import get_spark
 
             self._session = get_spark(self.master, self.conf)
         return self._session
@@ -51,7 +51,7 @@ class WarehouseResource(dg.ConfigurableResource):
         return self._storage
 
     def replay(self, spark: SparkResource):
-        from jobs.replay import Replay
+        from jobs.runs.replay import Replay
 
         return Replay(spark.session(), self.storage(spark), self.warehouse(),
                       self.load_catalog())

@@ -1,6 +1,6 @@
 """The replays of one recording as one subsettable multi-asset: the first materialisation of
-several of them replays them as one shared run (``jobs/shared_run.py``: one scan per batch
-group); a query with a completed run is continued on its own (``jobs/continuation.py``), as is
+several of them replays them as one shared run (``jobs/shared/shared_run.py``: one scan per batch
+group); a query with a completed run is continued on its own (``jobs/runs/continuation.py``), as is
 one materialised alone. The shared plan is materialisation metadata."""
 
 from collections.abc import Iterator
@@ -8,9 +8,8 @@ from collections.abc import Iterator
 import dagster as dg
 
 from engine.catalog import QuerySpec
-
-from .assets import replay_key, replay_metadata, replay_spec, segment_metadata
-from .resources import SparkResource, WarehouseResource
+from orchestration.assets import replay_key, replay_metadata, replay_spec, segment_metadata
+from orchestration.resources import SparkResource, WarehouseResource
 
 
 def plan_metadata(plan) -> dict:
@@ -31,8 +30,8 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
                     can_subset=True)
     def replays(context: dg.AssetExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
-        from jobs.continuation import continue_query, latest_completed
-        from jobs.shared_run import SharedReplay
+        from jobs.runs.continuation import continue_query, latest_completed
+        from jobs.shared.shared_run import SharedReplay
 
         selected = [names[k] for k in sorted(context.selected_asset_keys,
                                               key=lambda k: k.to_user_string())]

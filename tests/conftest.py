@@ -25,10 +25,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_unconfigure(config):
     """End the test process without the interpreter's teardown, which delta-rs and pyarrow
-    threads can turn into an abort after every test has passed (jobs/process_exit.py)."""
+    threads can turn into an abort after every test has passed (jobs/cli/process_exit.py)."""
     status = getattr(config, "_reprise_status", None)
     if status is not None:  # (no session: pytest reports its own usage error)
-        from jobs.process_exit import exit_now
+        from jobs.cli.process_exit import exit_now
 
         exit_now(status)
 
@@ -48,7 +48,7 @@ def _temporary_directories_under_pytests(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    from jobs.spark import get_spark
+    from jobs.runtime.spark_session import get_spark
 
     session = get_spark()
     yield session

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from engine.catalog import load_catalog
-from jobs.arrival import input_index
+from jobs.execution.arrival import input_index
 from jobs.settings import load_settings
 from jobs.storage import open_driver_storage
 from jobs.warehouse import Warehouse

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..storage import DeltaStorage, Txn
-from .ingest import QUARANTINE_SCHEMA
+from jobs.recordings.ingest import QUARANTINE_SCHEMA
+from jobs.storage import DeltaStorage, Txn
 
 RECORD_KEY = "reprise.record"
 FILES_KEY = "reprise.files"

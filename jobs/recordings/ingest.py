@@ -32,8 +32,14 @@ import pyarrow.parquet as pq
 
 from engine.catalog import COLUMN_TYPES, RecordingSpec
 from engine.errors import RepriseError
-
-from .values import ARTICLE, JSON_PARSERS, TEXT_PARSERS, InvalidValue, clip, parse_json
+from jobs.recordings.values import (
+    ARTICLE,
+    JSON_PARSERS,
+    TEXT_PARSERS,
+    InvalidValue,
+    clip,
+    parse_json,
+)
 
 QUARANTINE_SCHEMA = pa.schema([
     pa.field("source", pa.string()),

@@ -11,11 +11,7 @@ import pyarrow as pa
 
 from engine.catalog import Catalog, RecordingSpec
 from engine.errors import RepriseError
-
-from ..staging import stage_table
-from ..storage import DeltaStorage, StagedFile
-from ..warehouse import Warehouse
-from .commits import (
+from jobs.recordings.commits import (
     FILES_KEY,
     RECORD_KEY,
     RecordedFile,
@@ -25,8 +21,11 @@ from .commits import (
     recorded_hashes,
     roll_back_orphans,
 )
-from .generators import generate
-from .ingest import QUARANTINE_SCHEMA, IngestError, IngestResult, read_file
+from jobs.recordings.generators import generate
+from jobs.recordings.ingest import QUARANTINE_SCHEMA, IngestError, IngestResult, read_file
+from jobs.storage import DeltaStorage, StagedFile
+from jobs.storage.staging import stage_table
+from jobs.warehouse import Warehouse
 
 
 class RecordingExists(RepriseError):

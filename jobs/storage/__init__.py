@@ -1,6 +1,7 @@
 """Delta storage with two backends (delta-rs, delta-spark) behind one interface."""
 
-from .base import (
+from jobs.storage.backend_choice import BACKENDS, open_driver_storage, open_storage
+from jobs.storage.base import (
     FILE_COLUMN,
     ROW_COLUMN,
     DataFile,
@@ -12,8 +13,7 @@ from .base import (
     UnsupportedTableFeature,
     WriteResult,
 )
-from .delta_rs import file_stats
-from .select import BACKENDS, open_driver_storage, open_storage
+from jobs.storage.delta_rs import file_stats
 
 __all__ = [
     "BACKENDS", "FILE_COLUMN", "ROW_COLUMN", "DataFile", "DeltaStorage", "LiveFile", "StagedFile",

@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from .base import (
+from jobs.storage.base import (
     FILE_COLUMN,
     ROW_COLUMN,
     DataFile,
@@ -46,7 +46,7 @@ from .base import (
     done_already,
     unsupported_features,
 )
-from .delta_log import first_added
+from jobs.storage.delta_log import first_added
 
 
 def _local(path: str) -> str:

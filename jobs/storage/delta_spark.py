@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from .base import (
+from jobs.storage.base import (
     FILE_COLUMN,
     ROW_COLUMN,
     DataFile,

@@ -11,7 +11,7 @@ import sys
 
 from crash_replay import dying_replay  # beside this script, which runs as a file
 
-from jobs.continuation import continue_query
+from jobs.runs.continuation import continue_query
 
 
 def main(warehouse: str, query: str, run_id: str, batch: str) -> None:

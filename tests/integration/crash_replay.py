@@ -12,9 +12,9 @@ import signal
 import sys
 
 from engine.catalog import load_catalog
-from jobs.replay import Replay
+from jobs.runs.replay import Replay
+from jobs.runtime.spark_session import get_spark
 from jobs.settings import load_settings
-from jobs.spark import get_spark
 from jobs.storage import open_storage
 from jobs.warehouse import Warehouse
 

@@ -12,10 +12,10 @@ import signal
 import sys
 
 from engine.catalog import load_catalog
-from jobs.replay import Replay
+from jobs.runs.replay import Replay
+from jobs.runtime.spark_session import get_spark
 from jobs.settings import load_settings
-from jobs.shared_run import SharedReplay
-from jobs.spark import get_spark
+from jobs.shared.shared_run import SharedReplay
 from jobs.storage import open_storage
 from jobs.warehouse import Warehouse
 

@@ -102,7 +102,7 @@ def harness(argv: list[str]) -> None:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
     _arm(ns.kill)
-    from jobs.cli import app
+    from jobs.cli.app import app
 
     app([a for a in ns.args if a != "--"], prog_name="reprise")
 

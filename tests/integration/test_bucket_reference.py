@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 from helpers import events_table, small_catalog, write_commits
 
-from jobs.arrival import sequenced
-from jobs.bucket_reference import placeable, reference_by_bucket
-from jobs.replay import Replay
-from jobs.run_context import RunContext
-from jobs.validate import _exact_ints, validate_run
+from jobs.execution.arrival import sequenced
+from jobs.execution.bucket_reference import placeable, reference_by_bucket
+from jobs.runs.replay import Replay
+from jobs.runs.run_context import RunContext
+from jobs.runs.validate import _exact_ints, validate_run
 from jobs.warehouse import Warehouse
 
 BIG = 2**60 + 1  # float64 would round it

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from jobs.cli import app
+from jobs.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD_CSV = """\

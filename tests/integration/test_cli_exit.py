@@ -1,4 +1,4 @@
-"""The ``reprise`` process itself (``jobs.cli:run``): its exit status is the command's, errors
+"""The ``reprise`` process itself (``jobs.cli.app:run``): its exit status is the command's, errors
 are one line, and it never aborts in the interpreter's teardown after the work is done (delta-rs
 and pyarrow threads could make a normal exit abort with status 134 now and then)."""
 
@@ -18,13 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def reprise(warehouse: Path, *args: str) -> subprocess.CompletedProcess:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse)}
-    return subprocess.run([sys.executable, "-m", "jobs.cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "jobs.cli.app", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=False)
 
 
 def test_the_installed_command_is_the_guarded_entry_point():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["reprise"] == "jobs.cli:run"
+    assert scripts["reprise"] == "jobs.cli.app:run"
 
 
 def test_exit_status_and_error_line_pass_through_and_reading_tables_never_aborts():
@@ -66,7 +66,7 @@ def test_ctrl_c_during_a_spark_replay_is_one_line_and_the_run_resumes():
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse),
            "REPRISE_LOCAL_EVENTS": "0", "REPRISE_BATCHES_PER_JOB": "4"}
-    args = [sys.executable, "-m", "jobs.cli", "replay", "vitals_hr_1m", "--plan", "rows:300",
+    args = [sys.executable, "-m", "jobs.cli.app", "replay", "vitals_hr_1m", "--plan", "rows:300",
             "--run-id", "interrupted"]
     with subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as process:

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from standalone import StandaloneCluster, cluster_env
 
-from jobs.code_shipping import CODE_ZIP
-from jobs.orphans import referenced_files
+from jobs.runtime.code_shipping import CODE_ZIP
+from jobs.storage.orphans import referenced_files
 
 pytestmark = pytest.mark.slow
 
-REPRISE = [sys.executable, "-m", "jobs.cli"]
+REPRISE = [sys.executable, "-m", "jobs.cli.app"]
 #: One query of each family, and the recordings they read.
 QUERIES = {"window": "vitals_hr_1m", "qre": "vitals_tachy_count", "spj": "ads_campaign_counts"}
 TIMEOUT_S = 900
@@ -82,14 +82,16 @@ def test_each_family_replays_and_validates_on_the_cluster(cluster, driver, famil
 
 def test_executors_import_the_project_from_the_shipped_zip(cluster, driver):
     env, cwd, _ = driver
-    code = ("from jobs.spark import get_spark\n"
+    code = ("from jobs.runtime.spark_session import get_spark\n"
             "sc = get_spark().sparkContext\n"
             "print(sc.parallelize(range(2), 2).map(\n"
-            "    lambda _: __import__('jobs.keyed', fromlist=['k']).__file__).collect())\n")
+            "    lambda _: __import__('jobs.execution.keyed_steps', fromlist=['k'])\n"
+            "    .__file__).collect())\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
                          text=True, timeout=TIMEOUT_S, check=True).stdout
     paths = ast.literal_eval(out.strip().splitlines()[-1])  # a printed list of two paths
-    assert len(paths) == 2 and all(f"/{CODE_ZIP}/jobs/keyed.py" in p for p in paths), paths
+    shipped = f"/{CODE_ZIP}/jobs/execution/keyed_steps.py"
+    assert len(paths) == 2 and all(shipped in p for p in paths), paths
 
 
 def test_a_shared_replay_runs_its_parts_side_by_side_and_each_query_validates(cluster, driver):

@@ -18,9 +18,9 @@ from test_spj_replay import lookup_table, spj_catalog
 
 from engine.catalog import load_catalog
 from engine.registry import operator_for
-from jobs.continuation import continue_query
-from jobs.replay import Replay
-from jobs.validate import validate_run
+from jobs.runs.continuation import continue_query
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 FINAL_QUERY = """\
@@ -144,12 +144,12 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
     the run still equals a fresh replay."""
     import deltalake
 
-    import jobs.replay
+    import jobs.runs.replay
 
     root = Path(tempfile.mkdtemp(prefix="reprise-cont-"))
     small_catalog(root / "schemas")
     replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"))
-    monkeypatch.setattr(jobs.replay, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(jobs.runs.replay, "CHECKPOINT_EVERY", 5)
     table = events_table(np.random.default_rng(7), 80)
     counts: dict[str, int] = {}
     opened, read_text, history = deltalake.DeltaTable.__init__, Path.read_text, \
@@ -197,7 +197,7 @@ def test_local_events_zero_runs_a_continuation_on_spark_too(spark, storage, monk
                                                             local_events, on_spark):
     # (before, a continuation's few new events always ran in the process, although the README
     # says REPRISE_LOCAL_EVENTS=0 always uses Spark)
-    from jobs import replay as replay_module
+    from jobs.runs import replay as replay_module
     from jobs.settings import Settings
 
     root = Path(tempfile.mkdtemp(prefix="reprise-cont-local-"))

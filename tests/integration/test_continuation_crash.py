@@ -14,12 +14,12 @@ import pyarrow.compute as pc
 import pytest
 from test_crash import child_env, late_rows, output_rows
 
-from jobs.continuation import continue_query, extend
 from jobs.recordings.store import generate_recording
-from jobs.replay import Replay
-from jobs.run_info import read_run
-from jobs.segments import finish_rewind, pending
-from jobs.validate import validate_run
+from jobs.runs.continuation import continue_query, extend
+from jobs.runs.replay import Replay
+from jobs.runs.run_info import read_run
+from jobs.runs.run_segments import finish_rewind, pending
+from jobs.runs.validate import validate_run
 
 PLAN = "rows:1000"
 QUERY = "vitals_hr_1m"

@@ -12,7 +12,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from jobs.recordings.store import generate_recording
-from jobs.replay import Replay
+from jobs.runs.replay import Replay
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = "rows:2000"
@@ -23,7 +23,7 @@ PER_JOB = "3"
 def start_replay(warehouse: Path, run_id: str):
     """``reprise replay`` in a process of its own."""
     return subprocess.Popen(
-        [sys.executable, "-m", "jobs.cli", "replay", "vitals_hr_1m", "--plan", PLAN,
+        [sys.executable, "-m", "jobs.cli.app", "replay", "vitals_hr_1m", "--plan", PLAN,
          "--run-id", run_id], cwd=ROOT, env=child_env(warehouse), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -9,13 +9,13 @@ import signal
 
 from test_continuation_crash import later_events
 
-from jobs.continuation import continue_query
-from jobs.follow import follow
-from jobs.gc import collect
 from jobs.recordings.store import generate_recording
-from jobs.replay import Replay
-from jobs.runs import summarize
-from jobs.validate import validate_run
+from jobs.runs.continuation import continue_query
+from jobs.runs.follow import follow
+from jobs.runs.gc import collect
+from jobs.runs.listing import summarize
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
 
 QUERY = "vitals_hr_1m"
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import events_table, small_catalog, write_commits
 
-from jobs.replay import Replay
+from jobs.runs.replay import Replay
 from jobs.warehouse import Warehouse
 
 PLAN = "rows:40"  # 400 events: 10 batches

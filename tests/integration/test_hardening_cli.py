@@ -8,9 +8,9 @@ from helpers import RECORDING, events_table, small_catalog, write_commits
 from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
-from jobs.cli import app
-from jobs.replay import Replay
-from jobs.run_lock import run_lock
+from jobs.cli.app import app
+from jobs.runs.replay import Replay
+from jobs.runs.run_lock import run_lock
 from jobs.warehouse import Warehouse
 
 
@@ -88,7 +88,7 @@ def test_an_empty_plan_is_rejected_not_taken_for_the_default(setup):
 
 
 def test_a_plan_with_more_batches_than_the_sane_count_warns_in_one_line(setup, monkeypatch):
-    monkeypatch.setattr("jobs.plans.MANY_BATCHES", 2)
+    monkeypatch.setattr("jobs.runs.batch_plans.MANY_BATCHES", 2)
     run, _ = setup
     result = run("replay", "ev_w", "--plan", "rows:40", "--run-id", "fine")
     assert result.exit_code == 0, result.output

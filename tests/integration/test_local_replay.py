@@ -8,12 +8,12 @@ import pyarrow as pa
 import pytest
 from test_replay import make_replay, output_rows
 
-from jobs.keyed import bucket_of_file, key_buckets
-from jobs.lazy_spark import LazySpark
-from jobs.replay import Replay
+from jobs.execution.keyed_steps import bucket_of_file, key_buckets
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
+from jobs.runtime.lazy_session import LazySpark
 from jobs.settings import Settings
 from jobs.storage.delta_rs import DeltaRsStorage
-from jobs.validate import validate_run
 
 
 def runners(spark, storage, n: int = 200) -> tuple[Replay, Replay, LazySpark]:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from jobs.runtime.spark_session import session_conf
 from jobs.settings import Settings, SettingsError, load_settings
-from jobs.spark import session_conf
 
 ROOT = Path(__file__).resolve().parents[2]
-START = "from jobs.spark import get_spark; get_spark().range(3).count()"
+START = "from jobs.runtime.spark_session import get_spark; get_spark().range(3).count()"
 
 
 def test_spark_starts_and_runs_a_job_with_nothing_on_stderr():
@@ -26,7 +26,7 @@ def test_spark_starts_and_runs_a_job_with_nothing_on_stderr():
 
 def test_a_jvm_that_does_not_start_is_one_error_naming_the_master_and_why(tmp_path):
     # before: a PySparkRuntimeError traceback (JAVA_GATEWAY_EXITED) with no reason
-    code = ("from jobs.spark import SparkStartError, get_spark\n"
+    code = ("from jobs.runtime.spark_session import SparkStartError, get_spark\n"
             "try:\n    get_spark()\nexcept SparkStartError as exc:\n    print(exc)\n")
     env = {k: v for k, v in os.environ.items() if k != "REPRISE_VERBOSE"}
     env.update(PYTHONPATH=str(ROOT), REPRISE_SPARK_MASTER="bogus", TMPDIR=str(tmp_path))
@@ -57,7 +57,7 @@ def test_verbose_keeps_sparks_own_logging():
 def test_the_global_verbose_option_asks_for_the_jvm_log(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from jobs.cli import app
+    from jobs.cli.app import app
 
     monkeypatch.setenv("REPRISE_VERBOSE", "0")  # restored after the test
     assert CliRunner().invoke(app, ["runs", "--warehouse", str(tmp_path)]).exit_code == 0

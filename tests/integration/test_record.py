@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
-from jobs.arrival import input_index
-from jobs.cli import app
+from jobs.cli.app import app
+from jobs.execution.arrival import input_index
 from jobs.recordings.commits import FILES_KEY, RECORD_KEY, quarantine_rows
 from jobs.recordings.store import record_files
 from jobs.storage import open_driver_storage
@@ -104,7 +104,8 @@ def test_the_same_content_twice_in_one_command_is_recorded_once(wh, storage, fil
 
 def arrival(storage, wh: Warehouse, version: int) -> list[str]:
     """The recording's ``patient_id`` in arrival order at ``version``, as a replay numbers its
-    events (:func:`jobs.arrival.input_index`: files with the offset of their first row), read
+    events (:func:`jobs.execution.arrival.input_index`: files with the offset of their first row),
+    read
     from the Parquet part files themselves."""
     ids: list[str] = []
     for f in input_index(storage, wh.recording("vitals"), version):

@@ -12,10 +12,10 @@ from helpers import events_table, small_catalog, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.plans import PlanError
-from jobs.replay import Replay
-from jobs.run_info import ReplayError
-from jobs.validate import validate_run
+from jobs.runs.batch_plans import PlanError
+from jobs.runs.replay import Replay
+from jobs.runs.run_info import ReplayError
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 

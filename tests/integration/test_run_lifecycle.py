@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers import events_table, small_catalog, write_commits
 
-from jobs.replay import Replay
-from jobs.validate import validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 

@@ -11,8 +11,8 @@ import numpy as np
 from helpers import events_table, small_catalog, write_commits
 
 from engine.catalog import GLOBAL_VALUE, load_catalog
-from jobs.replay import Replay
-from jobs.validate import reconcile_run, validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.validate import reconcile_run, validate_run
 from jobs.warehouse import Warehouse
 
 SELECT = """\

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.catalog import load_catalog
-from jobs.replay import Replay
-from jobs.run_info import ReplayError
-from jobs.shared_compare import table_rows
-from jobs.shared_run import SharedReplay, pane_shares
-from jobs.validate import reconcile_run, validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.run_info import ReplayError
+from jobs.runs.validate import reconcile_run, validate_run
+from jobs.shared.shared_run import SharedReplay, pane_shares
+from jobs.shared.standalone_compare import table_rows
 from jobs.warehouse import Warehouse
 
 QUERIES = {

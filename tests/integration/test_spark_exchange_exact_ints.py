@@ -13,8 +13,8 @@ import pyarrow as pa
 from helpers import small_catalog, write_commits
 
 from engine.catalog import load_catalog
-from jobs.replay import Replay
-from jobs.validate import validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 SELECT = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_replay import make_replay, output_rows
 
-from jobs.validate import validate_run
+from jobs.runs.validate import validate_run
 
 
 def test_spark_exchange_flushes_every_bucket_in_the_last_job(spark, storage):

@@ -1,4 +1,5 @@
-"""Spark's Python workers, as jobs.spark starts them (through jobs.worker_daemon)."""
+"""Spark's Python workers, as jobs.runtime.spark_session starts them (through
+jobs.runtime.worker_daemon)."""
 
 from __future__ import annotations
 
@@ -39,14 +40,14 @@ def test_python_workers_start_with_the_engine_imported(spark):
         import os
         import sys
 
-        daemon = sys.modules.get("jobs.worker_daemon")
+        daemon = sys.modules.get("jobs.runtime.worker_daemon")
         yield (daemon is not None and daemon.PRELOADED_BY, os.getpid(),
-               [m for m in ("engine.qre", "engine.windows", "jobs.keyed", "numba")
+               [m for m in ("engine.qre", "engine.windows", "jobs.execution.keyed_steps", "numba")
                 if m in sys.modules], gc.get_freeze_count())
 
     probes = spark.sparkContext.parallelize([0, 1], 2).mapPartitions(probe).collect()
     assert len(probes) == 2
     for preloaded_by, pid, loaded, frozen in probes:
         assert preloaded_by and preloaded_by != pid
-        assert loaded == ["engine.qre", "engine.windows", "jobs.keyed", "numba"]
+        assert loaded == ["engine.qre", "engine.windows", "jobs.execution.keyed_steps", "numba"]
         assert frozen > 0  # the daemon's preload, out of the worker's collections

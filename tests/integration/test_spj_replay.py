@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from engine.catalog import CatalogError, load_catalog
 from engine.registry import operator_for
-from jobs.replay import Replay
-from jobs.validate import validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 RECORDINGS = {

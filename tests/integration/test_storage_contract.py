@@ -21,8 +21,8 @@ from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_d
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame
 
+from jobs.runtime.spark_session import delta_jars_loadable
 from jobs.settings import SettingsError
-from jobs.spark import delta_jars_loadable
 from jobs.storage import (
     FILE_COLUMN,
     ROW_COLUMN,

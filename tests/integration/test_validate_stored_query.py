@@ -9,9 +9,9 @@ import pytest
 from helpers import QUERY, events_table, small_catalog, write_commits
 
 from engine.catalog import load_catalog
-from jobs.replay import Replay
-from jobs.run_info import ReplayError
-from jobs.validate import validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.run_info import ReplayError
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 EDITS = {

@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 from helpers import small_catalog, write_commits
 
-from jobs.replay import Replay
-from jobs.validate import validate_run
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse
 
 BIG = 2**53

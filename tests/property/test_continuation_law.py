@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from engine.operator import SEQ, TIME
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
-from jobs.plans import row_cuts
-from jobs.segments import kept_batches
+from jobs.runs.batch_plans import row_cuts
+from jobs.runs.run_segments import kept_batches
 
 QUERY = "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)"
 

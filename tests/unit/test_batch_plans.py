@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.catalog import CatalogError, parse_query, parse_recording
-from jobs.plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
+from jobs.runs.batch_plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
 
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
                       "columns": {"k": "string", "ts": "timestamp", "v": "int"}})

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from jobs.cluster import ClusterError, bucket_count, is_local, wait_for_executors
-from jobs.code_shipping import CODE_ZIP, build_code_zip, package_files
+from jobs.runtime.code_shipping import CODE_ZIP, build_code_zip, package_files
+from jobs.runtime.parallelism import ClusterError, bucket_count, is_local, wait_for_executors
 from jobs.settings import PROJECT_ROOT, Settings
 
 
@@ -102,15 +102,15 @@ def test_the_code_zip_holds_every_module_of_the_packages_and_is_reproducible(tmp
     assert zipped.read_bytes() == build_code_zip(second).read_bytes()
     names = zipfile.ZipFile(zipped).namelist()
     assert names == [p.as_posix() for p in package_files()]
-    assert {"jobs/worker_daemon.py", "jobs/keyed.py", "engine/__init__.py",
+    assert {"jobs/runtime/worker_daemon.py", "jobs/execution/keyed_steps.py", "engine/__init__.py",
             "engine/windows/family.py"} <= set(names)
     assert not any("__pycache__" in n for n in names)
 
 
 def test_a_python_with_only_the_zip_on_its_path_imports_the_packages_from_it(tmp_path):
     build_code_zip(tmp_path)
-    code = ("import jobs.worker_daemon, engine.registry; "
-            "print(jobs.worker_daemon.__file__); print(engine.registry.__file__)")
+    code = ("import jobs.runtime.worker_daemon, engine.registry; "
+            "print(jobs.runtime.worker_daemon.__file__); print(engine.registry.__file__)")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, env={"PYTHONPATH": CODE_ZIP, "PATH": "/usr/bin:/bin"},
                          check=True).stdout.split()

@@ -8,8 +8,8 @@ from dataclasses import asdict
 
 from typer.testing import CliRunner
 
-from jobs.cli import app
-from jobs.run_info import RunInfo
+from jobs.cli.app import app
+from jobs.runs.run_info import RunInfo
 
 
 def error_line(*args: str) -> str:

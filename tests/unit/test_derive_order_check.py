@@ -1,5 +1,5 @@
 """The check, when a run is prepared, that each key's events arrive in the order a derived
-column's window sorts them by (``jobs.derived._out_of_order``)."""
+column's window sorts them by (``jobs.execution.derived_columns._out_of_order``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.derived import _out_of_order
+from jobs.execution.derived_columns import _out_of_order
 
 
 def _files(tmp_path, tables: list[dict]) -> list[dict]:

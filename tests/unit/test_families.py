@@ -12,7 +12,7 @@ from engine.catalog import CatalogError, load_catalog, parse_query, parse_record
 from engine.family import QueryFamily
 from engine.registry import FAMILIES, QUERY_KINDS, family_of, operator_for
 from engine.spj.family import analysis_inputs
-from jobs.run_context import RunContext
+from jobs.runs.run_context import RunContext
 
 CATALOG = load_catalog(Path(__file__).resolve().parents[2] / "schemas")
 QUERIES = sorted(CATALOG.queries)

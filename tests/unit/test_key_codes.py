@@ -19,7 +19,14 @@ from engine.operator import SEQ, TIME, column_to_arrow
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
-from jobs.keyed import BucketSplit, KeyValues, _coded_state, _write, arrow_table, key_codes
+from jobs.execution.keyed_steps import (
+    BucketSplit,
+    KeyValues,
+    _coded_state,
+    _write,
+    arrow_table,
+    key_codes,
+)
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
-from jobs.orphans import mark, referenced_files, remove_unreferenced
+from jobs.storage.orphans import mark, referenced_files, remove_unreferenced
 
 
 def _table(tmp_path: Path, commits: int) -> Path:

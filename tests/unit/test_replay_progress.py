@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
-from jobs.progress import ReplayProgress
-from jobs.replay import BatchReport
-from jobs.runs import resume_note
+from jobs.cli.progress import ReplayProgress
+from jobs.runs.listing import resume_note
+from jobs.runs.replay import BatchReport
 from jobs.settings import Settings
 
 

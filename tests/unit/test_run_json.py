@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from jobs.cli import app
+from jobs.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = "vitals_hr_1m"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.run_info import SEGMENT_SHIFT, TXN_SCHEME, RunInfo
+from jobs.runs.run_info import SEGMENT_SHIFT, TXN_SCHEME, RunInfo
 from jobs.storage import Txn
 from jobs.storage.base import done_already
 

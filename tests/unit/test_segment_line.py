@@ -1,8 +1,8 @@
-"""The one line that says what a continuation added (``jobs.segments.describe``)."""
+"""The one line that says what a continuation added (``jobs.runs.run_segments.describe``)."""
 
 from __future__ import annotations
 
-from jobs.segments import describe
+from jobs.runs.run_segments import describe
 
 SEGMENT = {"segment": 1, "from_version": 0, "to_version": 0, "first_batch": 3, "batches": 1,
            "events": 1}

@@ -17,7 +17,7 @@ from engine.filtered import FilteredOperator
 from engine.operator import SEQ, TIME, run_batches
 from engine.registry import family_of, operator_for, reference_for
 from engine.select import SelectOperator
-from jobs.cli import app
+from jobs.cli.app import app
 
 VITALS = parse_recording({"name": "vitals", "key": "patient_id", "time": "ts",
                           "columns": {"patient_id": "string", "ts": "timestamp",

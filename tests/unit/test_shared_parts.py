@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from engine.filtered import Passing
 from engine.predicate import TRUE
 from engine.windows.pane_share import PaneShare
-from jobs.shared_run import Member, parts
+from jobs.shared.shared_run import Member, parts
 
 
 def _members(links: list[tuple[int | None, int | None]]) -> list[Member]:

@@ -15,9 +15,9 @@ from deltalake import write_deltalake
 from typer.testing import CliRunner
 
 from engine.operator import exact_pandas
-from jobs import shared_plan
-from jobs.cli import app
-from jobs.shared_plan import recording_statistics
+from jobs.cli.app import app
+from jobs.shared import shared_plan
+from jobs.shared.shared_plan import recording_statistics
 from jobs.warehouse import Warehouse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
@@ -190,8 +190,8 @@ def test_runs_that_cannot_share_are_all_replayed_on_their_own(tmp_path):
     from types import SimpleNamespace
 
     from engine.catalog import load_catalog
-    from jobs.replay import RunInfo
-    from jobs.shared_run import SharedReplay
+    from jobs.runs.replay import RunInfo
+    from jobs.shared.shared_run import SharedReplay
 
     schemas, warehouse = setup(tmp_path)
     catalog = load_catalog(schemas)

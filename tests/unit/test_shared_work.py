@@ -1,4 +1,5 @@
-"""The estimated work of a shared job's members (``jobs.shared_work``), which balances the parts:
+"""The estimated work of a shared job's members (``jobs.shared.shared_work``), which balances the
+parts:
 a pane group's events are counted once, a select weighs the rows it keeps, a window the windows
 it emits (never more than its events)."""
 
@@ -12,7 +13,7 @@ import pytest
 
 from engine.predicate import TRUE, parse_predicate
 from engine.sharing import AggregateView, SharingView, Statistics, WindowView, plan_queries
-from jobs.shared_work import EVENT_US, MEMBER_US, windows_emitted, work_of
+from jobs.shared.shared_work import EVENT_US, MEMBER_US, windows_emitted, work_of
 
 MINUTE = 60_000_000
 COLUMNS = {"k": "string", "x": "double", "ts": "timestamp"}

@@ -1,4 +1,5 @@
-"""How jobs.spark resolves the master and the conf (pure: no SparkSession is started)."""
+"""How jobs.runtime.spark_session resolves the master and the conf (pure: no SparkSession is
+started)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from py4j.protocol import Py4JJavaError
 from pyspark import SparkContext
 from pyspark.errors import PySparkRuntimeError
 
-from jobs.cluster import ClusterError
-from jobs.code_shipping import CODE_ZIP
-from jobs.settings import Settings, SettingsError
-from jobs.spark import (
+from jobs.runtime.code_shipping import CODE_ZIP
+from jobs.runtime.parallelism import ClusterError
+from jobs.runtime.spark_session import (
     DELTA_CONF,
     SparkStartError,
     delta_jars_configured,
@@ -22,6 +22,7 @@ from jobs.spark import (
     parse_conf,
     session_conf,
 )
+from jobs.settings import Settings, SettingsError
 from jobs.storage import BACKENDS, open_storage
 
 
@@ -49,7 +50,7 @@ def test_defaults():
     assert conf["spark.default.parallelism"] == conf["spark.sql.shuffle.partitions"]
     assert conf["spark.driver.memory"] == "4g"
     assert conf["spark.driver.bindAddress"] == conf["spark.driver.host"] == "127.0.0.1"
-    assert conf["spark.python.daemon.module"] == "jobs.worker_daemon"
+    assert conf["spark.python.daemon.module"] == "jobs.runtime.worker_daemon"
     for key in (*DELTA_CONF, "spark.jars", "spark.jars.packages"):
         assert key not in conf
     assert not delta_jars_configured(conf)
@@ -68,10 +69,10 @@ def test_local_masters_get_few_shuffle_partitions(master, partitions):
 
 
 def test_local_star_uses_the_cpu_count(monkeypatch):
-    monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: 6)
+    monkeypatch.setattr("jobs.runtime.spark_session.os.cpu_count", lambda: 6)
     partitions = "spark.sql.shuffle.partitions"
     assert session_conf("local[*]", None, env_settings({}))[1][partitions] == "6"
-    monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: None)
+    monkeypatch.setattr("jobs.runtime.spark_session.os.cpu_count", lambda: None)
     assert session_conf("local[*]", None, env_settings({}))[1][partitions] == "2"
 
 
@@ -218,7 +219,8 @@ def test_open_storage_rejects_unknown_backend():
 
 @pytest.mark.parametrize("value", ["abc", "-1", "0", "1.5", "", "10001"])
 def test_a_bad_shuffle_partition_count_names_the_variable_and_the_key(value):
-    # before: `abc` was a ValueError traceback (jobs/lazy_spark.py), `-1` a run of -1 buckets
+    # before: `abc` was a ValueError traceback (jobs/runtime/lazy_session.py), `-1` a run of -1
+    # buckets
     env = {"REPRISE_SPARK_CONF": f"a=1; spark.sql.shuffle.partitions={value}"}
     for master in ("local[2]", "spark://host:7077"):
         with pytest.raises(SettingsError, match=(
@@ -257,7 +259,7 @@ def test_a_local_master_with_nothing_to_run_on_names_the_variable(master):
     ("local[2, 3]", "2"), ("local[*,3]", "6"), ("local[16]", "16")])
 def test_spark_local_masters_with_failures_or_many_threads_are_accepted(monkeypatch, master,
                                                                         partitions):
-    monkeypatch.setattr("jobs.spark.os.cpu_count", lambda: 6)
+    monkeypatch.setattr("jobs.runtime.spark_session.os.cpu_count", lambda: 6)
     assert session_conf(master, settings=env_settings({}))[1][
         "spark.sql.shuffle.partitions"] == partitions
 
@@ -297,8 +299,9 @@ class _FailingBuilder:
 def test_a_failed_start_names_the_variables_that_were_set(monkeypatch, jars, env, named):
     # before: always "(REPRISE_SPARK_MASTER, REPRISE_SPARK_CONF)", never the Delta variables
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # get_spark sets it
-    monkeypatch.setattr("jobs.spark.SparkSession", SimpleNamespace(builder=_FailingBuilder()))
-    monkeypatch.setattr("jobs.spark._jvm_failure", lambda *_: ":: loading settings")
+    monkeypatch.setattr("jobs.runtime.spark_session.SparkSession",
+                        SimpleNamespace(builder=_FailingBuilder()))
+    monkeypatch.setattr("jobs.runtime.spark_session._jvm_failure", lambda *_: ":: loading settings")
     env = {k: jars if v == "JARS" else v for k, v in env.items()}
     with pytest.raises(SparkStartError) as info:
         get_spark(settings=env_settings(env))
@@ -311,7 +314,7 @@ def test_a_failed_start_names_the_variables_that_were_set(monkeypatch, jars, env
     ({"REPRISE_DELTA_PACKAGES": "org.example:x:1"}, "REPRISE_DELTA_PACKAGES (org.example:x:1)")])
 def test_configured_jars_without_the_delta_classes_are_named(monkeypatch, env, named):
     # before: "the Delta jars are not loaded: set REPRISE_DELTA_JARS" although it was set
-    monkeypatch.setattr("jobs.storage.select.delta_jars_loadable", lambda _: False)
+    monkeypatch.setattr("jobs.storage.backend_choice.delta_jars_loadable", lambda _: False)
     with pytest.raises(SettingsError, match=rf"^Delta backend 'delta-spark' was asked for but "
                                             rf"the jars of {re.escape(named)} did not provide "
                                             "the Delta classes"):
@@ -328,7 +331,8 @@ def test_a_context_that_stopped_while_starting_names_the_master(monkeypatch, sto
                           SimpleNamespace(_target_id="o1"))
     jvm = SimpleNamespace(isStopped=lambda: stopped)
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # get_spark sets it
-    monkeypatch.setattr("jobs.spark.SparkSession", SimpleNamespace(builder=_FailingBuilder(error)))
+    monkeypatch.setattr("jobs.runtime.spark_session.SparkSession",
+                        SimpleNamespace(builder=_FailingBuilder(error)))
     monkeypatch.setattr(SparkContext, "_active_spark_context",
                         SimpleNamespace(_jsc=SimpleNamespace(sc=lambda: jvm)))
     settings = env_settings({"REPRISE_SPARK_MASTER": "spark://127.0.0.1:1"})

@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from jobs.cli import app
+from jobs.cli.app import app
 
 SCHEMA = ["--schema", "S(A,B,C)", "--schema", "T(D,E)"]
 

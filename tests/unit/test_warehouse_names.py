@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import RepriseError
-from jobs.names import check_name
 from jobs.warehouse import Warehouse, WarehouseError
+from jobs.warehouse_names import check_name
 
 ESCAPES = ["../../x", "../x", "/tmp/x", "a/../../b", "a/b", "..", ".", "", ".hidden", "x\0y",
            "-rf", "a\\..\\b", "x" * 300]

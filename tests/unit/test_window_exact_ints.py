@@ -21,7 +21,7 @@ from engine.windows import (
     window_reference,
 )
 from engine.windows.base import WindowOverflowError
-from jobs.validate import diff_frames
+from jobs.runs.validate import diff_frames
 
 BIG = 2**53  # 9007199254740992: float64 stops holding every integer here
 A = Aggregate

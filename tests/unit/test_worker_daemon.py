@@ -1,4 +1,5 @@
-"""The worker daemon's preload (jobs.worker_daemon): what it imports, that it can fork, and that
+"""The worker daemon's preload (jobs.runtime.worker_daemon): what it imports, that it can fork, and
+that
 the collector of a forked worker leaves the preloaded objects alone."""
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs.worker_daemon import PRELOAD, SINGLE_THREADED, without_archives
+from jobs.runtime.worker_daemon import PRELOAD, SINGLE_THREADED, without_archives
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import gc, json, os, sys
-from jobs.worker_daemon import preload
+from jobs.runtime.worker_daemon import preload
 missing = preload()
 threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
 walked = {id(o) for o in gc.get_objects()}  # what a full collection walks

@@ -1,0 +1,1 @@
+"""The `reprise` command line: one module per group of commands."""

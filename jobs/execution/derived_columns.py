@@ -1,0 +1,153 @@
+"""Derived columns on the ``direct`` exchange: computed in each bucket's worker, per key.
+
+A query's ``derive:`` expressions run in the bucket workers (:mod:`engine.derive`) when they are
+all per-key expressions in arrival order; the run then keeps the ``direct`` exchange (no Spark
+read, shuffle, window sort or Arrow transfer). The evaluator is a stateful step: a worker first
+steps it over its bucket's events before the group's range (only the columns it reads), then over
+the group's events, so every job sees the same values as one pass over the whole pinned input,
+however the batches are grouped. Expressions outside what the evaluator supports keep the
+``spark`` exchange, where Spark SQL computes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs  # pa.fs
+import pyarrow.parquet as pq
+
+from engine.derive import DerivedProgram, Unsupported, compile_derived
+from engine.errors import RepriseError
+from engine.operator import SEQ, exact_pandas
+from jobs.runs.run_context import RunContext
+
+
+@dataclass(frozen=True)
+class WorkerDerive:
+    """The derived columns of a run as its workers compute them."""
+
+    program: DerivedProgram
+    #: The input files (``plans.InputFile`` dicts) from the first event on: a worker reads the
+    #: events before its group's range from them.
+    files: tuple[dict, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _, _ in self.program.columns)
+
+    def add_to(self, events: pd.DataFrame, lo: int, mine: Callable[[pa.Table], np.ndarray]
+               ) -> pd.DataFrame:
+        """``events`` (one bucket's, arrival range from ``lo``, in arrival order) with the
+        derived columns; ``mine(table)`` selects the bucket's rows of an input table."""
+        state = self.program.init()
+        before = self._before(lo, mine) if len(events) else pd.DataFrame()
+        if len(before):
+            _, state = self.program.step(state, before)
+        derived, _ = self.program.step(state, events)
+        out = events.copy(deep=False)  # the derived columns added, the others shared
+        for name, column in derived.items():
+            out[name] = column
+        return out
+
+    def _before(self, lo: int, mine: Callable[[pa.Table], np.ndarray]) -> pd.DataFrame:
+        """The bucket's events before ``lo``: the columns the program reads and ``__seq``."""
+        columns = [c for c in (self.program.key, *self.program.reads) if c != SEQ]
+        tables = []
+        for f in self.files:
+            if f["offset"] >= lo:
+                break
+            table = _read(f["uri"], list(dict.fromkeys(columns)), [self.program.key])
+            seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
+            keep = (seq < lo) & mine(table)
+            tables.append(table.filter(pa.array(keep)).append_column(SEQ, pa.array(seq[keep])))
+        if not tables:
+            return pd.DataFrame()
+        return exact_pandas(pa.concat_tables(tables))
+
+
+def _read(uri: str, columns: list[str], dictionary: list[str] | None = None) -> pa.Table:
+    """Columns of an input file (a local path or a URI pyarrow knows, as the workers read)."""
+    fs, path = pa.fs.FileSystem.from_uri(uri) if "://" in uri else (pa.fs.LocalFileSystem(), uri)
+    return pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=dictionary)
+
+
+def worker_derive(derived: Mapping[str, tuple[str, str]], columns: Mapping[str, str], key: str,
+                  files: list[dict], check_order: bool = True) -> WorkerDerive | str:
+    """The workers' evaluator of ``derived`` over the recording ``columns`` keyed by ``key``
+    (a recording column), or why the run needs Spark SQL for them. ``check_order``: read the
+    pinned input to check the orders the program assumes (done once, when the run is
+    prepared)."""
+    if key not in columns:
+        return f"the key {key!r} is itself derived"
+    try:
+        program = compile_derived(derived, columns, key)
+    except Unsupported as exc:
+        return str(exc)
+    for column in program.sorted_by if check_order else ():
+        if problem := _out_of_order(files, key, column):
+            return problem
+    return WorkerDerive(program, tuple(files))
+
+
+def _out_of_order(files: list[dict], key: str, column: str) -> str | None:
+    """Why ordering a key's events by ``column`` then arrival is not their arrival order (a
+    null, or a value below an earlier one of the key), or None: then ``ORDER BY column, __seq``
+    is ``ORDER BY __seq`` over the pinned input."""
+    parts = [_read(f["uri"], [key, column], [key]) for f in files]
+    if not parts:
+        return None
+    table = pa.concat_tables(parts)
+    values = table.column(column)
+    if values.null_count:
+        return f"{column} has nulls"
+    if pa.types.is_timestamp(values.type):
+        values = pc.cast(values, pa.int64())
+    codes = _key_codes(table.column(key))
+    order = np.argsort(codes, kind="stable")  # each key's events in arrival order
+    v = values.to_numpy()[order]
+    same_key = codes[order][1:] == codes[order][:-1]
+    if (same_key & (v[1:] < v[:-1])).any():
+        return f"some key's events do not arrive in {column} order"
+    return None
+
+
+def _key_codes(keys: pa.ChunkedArray) -> np.ndarray:
+    """A number per value of a key column, equal for equal keys (nulls being one key); a text
+    key comes dictionary-encoded (its codes are then the dictionary's indices, the smallest
+    integer type that holds them, so that the sort by code is a radix sort)."""
+    if not pa.types.is_dictionary(keys.type):
+        return pd.factorize(keys.to_numpy(zero_copy_only=False).astype(object),
+                            use_na_sentinel=False)[0]
+    encoded = keys.unify_dictionaries().combine_chunks() if keys.num_chunks else \
+        pa.array([], keys.type)
+    size = len(encoded.dictionary) + 1  # nulls: the code after the dictionary's
+    codes = encoded.indices.fill_null(size - 1).to_numpy()
+    return codes.astype(np.min_scalar_type(size))
+
+
+def exchange_for(ctx: RunContext, requested: str, files: list[dict]) -> str:
+    """The exchange of a new run: ``requested``, unless the query's derived columns need Spark
+    SQL (then ``spark``)."""
+    if not ctx.query.derived or requested != "direct":
+        return requested
+    found = worker_derive(ctx.query.derived, ctx.recordings[ctx.query.input].columns, ctx.key,
+                          files)
+    return "direct" if isinstance(found, WorkerDerive) else "spark"
+
+
+def in_workers(ctx: RunContext, files: list[dict]) -> WorkerDerive | None:
+    """The derived columns of a ``direct`` run (None without any): its prepare checked that the
+    workers can compute them."""
+    if not ctx.query.derived:
+        return None
+    found = worker_derive(ctx.query.derived, ctx.recordings[ctx.query.input].columns, ctx.key,
+                          files, check_order=False)
+    if isinstance(found, str):
+        raise RepriseError(f"query {ctx.query.name!r}: its derived columns need Spark SQL "
+                           f"({found}) but the run uses the direct exchange")
+    return found

@@ -1,0 +1,69 @@
+"""Materialise the merged input of a multi-stream (SPJ) query as a Delta table of its run.
+
+The merge order is defined in :mod:`engine.spj.inputs`; writing it once, with the run, pins the
+arrival sequence every batch plan, resume and validation of the run refer to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine.catalog import Catalog, QuerySpec, RecordingSpec
+from engine.operator import SEQ
+from engine.spj.inputs import EVENT_TIME, PARTITION, STREAM, column_name
+from jobs.execution.arrival import SPARK_TYPES, input_index, sequenced
+from jobs.storage import DeltaStorage, Txn
+from jobs.warehouse import Warehouse
+
+_ORDER, _STREAM_SEQ = "__order", "__stream_seq"
+
+
+def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, stream: str,
+                   recording: RecordingSpec, after: int | None = None) -> DataFrame:
+    """The stream's events at ``version`` (only those of commits after version ``after``)."""
+    files = input_index(storage, path, version)
+    first = min((f.offset for f in files if after is not None and f.commit_version > after),
+                default=0 if after is None else sum(f.rows for f in files))
+    events = sequenced(storage, path, version, [asdict(f) for f in files], first,
+                       sum(f.rows for f in files), recording.time)
+    return events.select(
+        F.lit(order).alias(_ORDER), F.col(SEQ).alias(_STREAM_SEQ), F.lit(stream).alias(STREAM),
+        F.col(recording.time).alias(EVENT_TIME),
+        *(F.col(c).alias(column_name(stream, c)) for c in recording.columns))
+
+
+def merged_events(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
+                  query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
+                  after: dict[str, int] | None = None, files: int | None = None) -> DataFrame:
+    """``query``'s inputs at ``versions`` merged in order, with the stream's position ``__order``
+    (only the events of commits after ``after[stream]`` when given), in ``files`` sorted ranges
+    when given."""
+    parts = [_stream_events(storage, warehouse.recording(name), versions[stream], order, stream,
+                            catalog.recording(name), None if after is None else after[stream])
+             for order, (stream, name) in enumerate(query.inputs.items())]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+    order = (F.col(EVENT_TIME).asc_nulls_first(), F.col(_ORDER), F.col(_STREAM_SEQ))
+    # a global sort cut into ``files`` ranges (``orderBy`` would take the shuffle partitions)
+    ordered = (union.orderBy(*order) if files is None else
+               union.repartitionByRange(files, *order).sortWithinPartitions(*order))
+    columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
+        F.col(c).cast(SPARK_TYPES[t]).alias(c)
+        for c, t in merged.columns.items() if c != PARTITION]
+    return ordered.select(*columns, _ORDER)
+
+
+def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
+                 query: QuerySpec, versions: dict[str, int], merged: RecordingSpec,
+                 target: str, run_id: str, files: int, segment: int = 0,
+                 after: dict[str, int] | None = None) -> int:
+    """Write ``query``'s merged input to ``target`` once (idempotent) as ``files`` Parquet files
+    (the run's bucket count) at most; return its version. A continuation (``segment`` >= 1)
+    appends the events of the commits after ``after``."""
+    events = merged_events(storage, warehouse, catalog, query, versions, merged, after, files)
+    storage.write(events.drop(_ORDER), target, txn=Txn(f"{run_id}/input", segment),
+                  metadata={"reprise.run": run_id, "reprise.inputs": str(versions)})
+    return storage.version(target)

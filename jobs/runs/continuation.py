@@ -1,0 +1,265 @@
+"""``replay QUERY --continue``: extend a query's latest completed run to the recording's latest
+version, instead of replaying the whole history again.
+
+The continued run keeps its id. Its ``run.json`` gets the new version's input files and the batch
+plan's cut points over the whole new input (exactly those a fresh replay at that version would
+have), and a segment record (:mod:`jobs.runs.run_segments`). The batches whose cut points did not
+change
+are kept; the run is rewound to the end of the last of them (at least the end-of-input flush is
+redone: its output was provisional) and the runner goes on from the state it held there. A
+recording whose history between the two versions is not append-only, a query definition that
+changed, or (SPJ) new events that the merged input would order before events already merged,
+cannot be continued: a fresh run is made instead, with the reason logged and kept in its
+``run.json`` (a fresh run that exists already, made by an earlier replay, is resumed as it was
+made).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.spj.inputs import EVENT_TIME, STREAM
+from jobs.execution.arrival import sequenced
+from jobs.execution.merged_inputs import merged_events
+from jobs.runs import batch_plans as plans
+from jobs.runs.listing import made_at, summarize
+from jobs.runs.replay import BatchReport, Replay, resolve_cuts
+from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
+from jobs.runs.run_lock import run_lock
+from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
+from jobs.shared.standalone_compare import STANDALONE_SUFFIX
+from jobs.storage import DeltaStorage
+from jobs.storage.delta_log import first_added
+
+#: A continuation runs a Spark job of new batches only when they hold more events than this; up
+#: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
+DRIVER_ROWS = 100_000
+
+
+@dataclass
+class Continuation:
+    """What a continuation did: the run, its new segment (None when the recording had no new
+    version) and, when a fresh run was made instead, why."""
+
+    info: RunInfo
+    segment: dict | None
+    fresh_reason: str = ""
+    manifest: pa.Table | None = None
+    #: The run was complete when the segment was planned: no attempt left staged files behind.
+    clean: bool = False
+
+
+def latest_completed(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
+    """The query's completed run over the newest input versions (then the newest made), among
+    the runs with the query's current definition and ``plan`` (default: the query's plan)."""
+    ctx = replay.context(query)
+    fp = fingerprint(ctx.query, ctx.operator)
+    wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
+    best: tuple | None = None
+    for run_id in replay.warehouse.runs():
+        if run_id.endswith(STANDALONE_SUFFIX):  # the equals_standalone check's, not the asset's
+            continue
+        info = read_run(replay.warehouse, run_id)
+        if info.query != query or info.fingerprint != fp or info.plan != wanted:
+            continue
+        if summarize(replay.warehouse, run_id).status != "complete" or pending(info):
+            continue
+        made = made_at(replay.warehouse.run_dir(run_id), info)
+        rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
+        if best is None or rank > best[0]:
+            best = (rank, info)
+    return None if best is None else best[1]
+
+
+def continue_query(replay: Replay, query: str, plan: str | None = None,
+                   run_id: str | None = None, log: Callable[[str], None] = print,
+                   on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
+    """Continue ``run_id`` (default: the query's latest completed run) to the latest recording
+    versions and run the new batches; without a run to continue, replay from scratch."""
+    if run_id is None:
+        info = latest_completed(replay, query, plan)
+    else:
+        info = read_run(replay.warehouse, run_id)
+        if info.query != query:
+            raise ReplayError(f"run {run_id!r} is a run of query {info.query!r}, not {query!r}")
+        if plan is not None and plans.parse_plan(plan).describe() != info.plan:
+            raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
+    if info is None:
+        log(f"{query}: no completed run to continue; replaying from scratch")
+        result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")
+    else:
+        result = extend(replay, info, log)
+    # (REPRISE_LOCAL_EVENTS=0: always Spark, a continuation too)
+    small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS)
+                    if replay.settings.local_events else replay.driver_rows)
+    small.share_manifests(replay)
+    result.manifest = small.run(result.info, on_batch, clean=not result.clean)
+    return result
+
+
+def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) -> Continuation:
+    """Plan the run's next segment (under the run's lock) and write it to ``run.json``; or, when
+    the run cannot be continued, prepare a fresh run (or take the existing one of that id) and
+    say why."""
+    with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
+        info = read_run(replay.warehouse, info.run_id)
+        if pending(info) or replay.manifest(info.run_id).num_rows != info.batches + 1:
+            log(f"{info.run_id}: incomplete; resuming it first")
+            return Continuation(info, info.segments[-1] if info.segments else None)
+        ctx = replay.context(info.query)
+        reason = _fresh_reason(replay, info, ctx)
+        sources = replay._pin_sources(ctx.query, None)
+        old = info.sources or {"input": info.input_version}
+        if not reason and sources == old:
+            return Continuation(info, None, clean=True)
+        if not reason and ctx.merged:
+            reason = _merge_order_problem(replay, info, ctx, sources)
+        if not reason:
+            return Continuation(info, _next_segment(replay, info, ctx, sources, old), clean=True)
+    fresh_id = replay.default_run_id(info.query, plan=info.plan)
+    if fresh_id == info.run_id:
+        raise ReplayError(f"run {info.run_id!r} cannot be continued ({reason}) and a fresh run "
+                          "would take the same id; remove it or choose another --run-id")
+    if (replay.warehouse.run_dir(fresh_id) / "run.json").exists():
+        # (made by an earlier replay: its run.json says how, and is left as it is)
+        status = summarize(replay.warehouse, fresh_id).status
+        log(f"{info.run_id}: cannot be continued ({reason}); a fresh replay of {info.query} "
+            f"would be run {fresh_id}, which exists ({status}): "
+            + ("nothing to do" if status == "complete" else "resuming it"))
+        fresh = replay.prepare(info.query, plan=info.plan, run_id=fresh_id)
+        return Continuation(fresh, None, reason)
+    log(f"{info.run_id}: cannot be continued ({reason}); replaying {info.query} from scratch")
+    fresh = replay.prepare(info.query, plan=info.plan, run_id=fresh_id)
+    fresh.segments = [_first_segment(fresh, note=f"fresh run instead of continuing "
+                                                 f"{info.run_id}: {reason}")]
+    save_run(replay, fresh)
+    return Continuation(fresh, fresh.segments[0], reason)
+
+
+def _fresh_reason(replay: Replay, info: RunInfo, ctx) -> str:
+    """Why the run cannot be continued to the latest versions ("" when it can)."""
+    if fingerprint(ctx.query, ctx.operator) != info.fingerprint:
+        return f"the definition of query {info.query!r} changed since the run was made"
+    old = info.sources or {"input": info.input_version}
+    for stream, name in ctx.query.inputs.items():
+        path = replay.warehouse.recording(name)
+        latest = replay.storage.version(path)
+        if latest < old[stream]:
+            return f"recording {name!r} is at version {latest}, older than the run's {old[stream]}"
+        if why := append_only(replay.storage, path, old[stream], latest):
+            return f"recording {name!r} was rewritten: {why}"
+    return ""
+
+
+def _merge_order_problem(replay: Replay, info: RunInfo, ctx, sources: dict[str, int]) -> str:
+    """Why appending the new events to the run's merged input would not give the merged input
+    of a fresh replay: a new event that the merge order (event time, then stream) puts before
+    the last event already merged ("" when there is none)."""
+    old = info.sources
+    new = merged_events(replay.storage, replay.warehouse, replay.catalog, ctx.query, sources,
+                        ctx.recording, after=old)
+    first = new.select(EVENT_TIME, STREAM, "__order").first()
+    if first is None or info.total == 0:
+        return ""
+    last = sequenced(replay.storage, info.input_path, info.input_version, info.files,
+                     info.total - 1, info.total, EVENT_TIME).select(EVENT_TIME, STREAM).first()
+    streams = list(ctx.query.inputs)
+
+    def key(time, order: int) -> tuple:
+        return (0, 0, order) if time is None else (1, time.timestamp(), order)
+
+    if key(first[0], first[2]) < key(last[0], streams.index(last[1])):
+        return (f"a new event of stream {first[1]!r} at {first[0]} precedes the last merged "
+                f"event ({last[1]!r} at {last[0]}) in the merged input's event-time order")
+    return ""
+
+
+def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
+              ) -> list[dict]:
+    """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
+    (commit version, then path; as :func:`jobs.execution.arrival.input_index` orders a snapshot),
+    with
+    offsets after the ``known`` files. Reads the log entries of those versions only (and the
+    snapshot at ``new``, which the caller has open); checks that the known files are all still
+    live (the history was append-only)."""
+    live = {f.path: f.rows for f in storage.live_files(path, new)}
+    missing = {f["uri"] for f in known} - set(live) if new > old else set()
+    if missing:
+        raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
+                          f"version {new} (e.g. {sorted(missing)[0]}); replay afresh")
+    root = path.removeprefix("file://").rstrip("/")
+    fresh = set(live) - {f["uri"] for f in known}
+    added_in = _added_in(root, old, new)
+    if added_in is None or fresh - set(added_in):
+        raise ReplayError(f"cannot tell which versions of {path} between {old} and {new} added "
+                          "its new files (a log entry is missing or unreadable); replay afresh")
+    added: list[plans.InputFile] = []
+    offset = sum(f["rows"] for f in known)
+    for uri in sorted(fresh, key=lambda u: (added_in[u], u)):
+        rows = live[uri]
+        if rows is None:
+            rows = pq.ParquetFile(uri).metadata.num_rows
+        added.append(plans.InputFile(uri=uri, commit_version=added_in[uri], rows=rows,
+                                     offset=offset))
+        offset += rows
+    return [asdict(f) for f in added]
+
+
+def _added_in(root: str, old: int, new: int) -> dict[str, int] | None:
+    """The version (of ``old+1 .. new``) whose commit added each data file (by its path under
+    ``root``), from those versions' JSON log entries; None when one of them is missing."""
+    added = first_added(root, old + 1, new)
+    if added is None:
+        return None
+    return {p if p.startswith("/") else f"{root}/{p}": v for p, v in added.items()}
+
+
+def _first_segment(info: RunInfo, note: str = "") -> dict:
+    """Segment 0 of a run: its first replay."""
+    segment = {"segment": 0, "from_version": None, "to_version": _version(info),
+               "first_batch": 0, "batches": info.batches, "events": info.total,
+               "rewound": True}
+    return {**segment, "note": note} if note else segment
+
+
+def _version(info: RunInfo) -> int:
+    """The pinned version of a single-input run (the first input's for SPJ)."""
+    return next(iter((info.sources or {"input": info.input_version}).values()))
+
+
+def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
+                  old: dict[str, int]) -> dict:
+    """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``."""
+    k = max(1, len(info.segments))
+    if ctx.merged:
+        from jobs.execution.merged_inputs import merge_inputs
+
+        version = merge_inputs(replay.storage, replay.warehouse, replay.catalog, ctx.query,
+                               sources, ctx.recording, info.input_path, info.run_id,
+                               info.buckets, segment=k, after=old)
+        path = info.input_path
+    else:
+        path, version = info.input_path, sources["input"]
+    files = [*info.files, *new_files(replay.storage, path, info.input_version, version,
+                                     info.files)]
+    cuts = resolve_cuts(plans.parse_plan(info.plan), [plans.InputFile(**f) for f in files],
+                        ctx.time_column)
+    keep = kept_batches(info.cuts, cuts)
+    segments = info.segments or [_first_segment(info)]
+    segment = {"segment": k, "from_version": _version(info),
+               "to_version": next(iter(sources.values())), "sources": sources,
+               "first_batch": keep, "batches": len(cuts) - 1 - keep,
+               "events": cuts[-1] - info.total, "rewind_seq": cuts[keep],
+               "old_total": info.total, "rewound": False, "txn": TXN_SCHEME}
+    info.segments = [*segments, segment]
+    info.cuts, info.files, info.input_version, info.sources = cuts, files, version, (
+        sources if info.sources else {})
+    save_run(replay, info)
+    return segment
+
+
+__all__ = ["Continuation", "continue_query", "extend", "latest_completed"]

@@ -1,0 +1,96 @@
+"""How many key buckets a run gets: ``REPRISE_BUCKETS``, else the cluster's executor cores.
+
+A bucket is one Spark task per batch group, so a run gets as many buckets as the cluster runs
+tasks at once. On a local master that is the session's parallelism (its cores); on a cluster
+master it is known once the executors have registered, so the first measure waits for them
+(briefly: until their number stops changing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
+
+from engine.errors import RepriseError
+from jobs.runtime.jvm_stderr import jvm_log_path
+from jobs.settings import MAX_BUCKETS, Settings
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+#: The longest wait for a cluster's first executor, and how long their number must stay the
+#: same before it is taken as the cluster's size (seconds).
+FIRST_EXECUTOR_WAIT_S = 60.0
+SETTLE_S = 2.0
+
+
+def is_local(master: str) -> bool:
+    """True for Spark's local masters (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``)."""
+    return master == "local" or master.startswith("local[")
+
+
+class ClusterError(RepriseError):
+    """The cluster's SparkContext stopped (e.g. its master was never reached)."""
+
+
+def unreachable(master: str, verbose: bool) -> ClusterError:
+    """The error of a SparkContext that stopped while a command waited for it: on a cluster
+    master, the master gave up registering the application ("All masters are unresponsive")."""
+    where = "above" if verbose else f"in {jvm_log_path()}"
+    return ClusterError(f"the Spark master {master!r} (REPRISE_SPARK_MASTER) could not be reached: "
+                        f"the SparkContext stopped before the run started; the JVM's output is "
+                        f"{where}")
+
+
+def executor_count(spark: SparkSession) -> int:
+    """Executors registered with the driver now (the driver's own block manager left out)."""
+    return max(0, spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
+
+
+def wait_for_executors(count: Callable[[], int], clock: Callable[[], float] = time.monotonic,
+                       sleep: Callable[[float], None] = time.sleep,
+                       first_wait_s: float = FIRST_EXECUTOR_WAIT_S,
+                       settle_s: float = SETTLE_S) -> int:
+    """Poll ``count`` until it is positive and has not changed for ``settle_s``, or until
+    ``first_wait_s`` passed without any executor; return the last count."""
+    start = clock()
+    last, since = count(), start
+    while True:
+        now = clock()
+        if last > 0 and now - since >= settle_s:
+            return last
+        if last == 0 and now - start >= first_wait_s:
+            return 0
+        sleep(0.25)
+        current = count()
+        if current != last:
+            last, since = current, clock()
+
+
+def bucket_count(spark: SparkSession, settings: Settings) -> int:
+    """The key buckets of a new run: ``settings.buckets``, else the executor cores (local
+    masters: the session's default parallelism). On a cluster master whose shuffle partition
+    count was not configured, the session's is set to the same number (Spark's default of 200
+    would make every shuffle of a replay 200 tasks)."""
+    if settings.buckets:
+        return settings.buckets
+    from jobs.runtime.lazy_session import (
+        not_started,  # (it imports jobs.runtime.spark_session, which imports this module)
+    )
+
+    lazy = not_started(spark)
+    if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
+        return min(local, MAX_BUCKETS)
+    sc = spark.sparkContext
+    try:
+        if not is_local(sc.master):
+            wait_for_executors(lambda: executor_count(spark))
+        cores = max(2, sc.defaultParallelism)
+    except Py4JJavaError as exc:
+        if not sc._jsc.sc().isStopped():
+            raise
+        raise unreachable(sc.master, settings.verbose) from exc
+    if not is_local(sc.master) and not sc.getConf().contains(SHUFFLE_PARTITIONS):
+        spark.conf.set(SHUFFLE_PARTITIONS, str(cores))
+    return min(cores, MAX_BUCKETS)

@@ -1,0 +1,1 @@
+"""Shared replays: several queries on one recording in one pass."""

@@ -1,0 +1,360 @@
+"""Shared replays: several catalog queries on one recording replayed in one pass.
+
+Each query keeps its own run (the run id a standalone replay would get, its own ``output``,
+``late``, ``quarantine``, ``state`` and ``manifest`` tables and per-batch commits, so validation,
+checks and resumption work per query unchanged). What is shared, per group of batches: the
+queries are split into parts of about equal estimated work (:func:`parts`,
+:mod:`jobs.shared.shared_work`), one Spark job of one task each, side by side; a part's task reads
+the
+batch files once, applies each cluster's widened predicate W once (engine/sharing's plan) and
+hands every member query the rows of every bucket, that query's residual predicate in front of
+its own operator (``jobs.execution.keyed_steps.run_bucket``).
+Events without key or time reach every query regardless of W: a query quarantines them as a
+standalone run does.
+
+Queries that cannot share (derived columns, multi-input, a run made with the Spark exchange, or
+a batch plan other than the others') are replayed on their own by the same runner. The window
+queries of a pane group step from shared panes where their operators allow it
+(:func:`pane_shares`, :mod:`engine.windows.pane_share`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from engine import frames
+from engine.catalog import QuerySpec
+from engine.filtered import FilteredOperator, Passing
+from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
+from engine.predicate import TRUE, Pred
+from engine.sharing import SharedPlan
+from engine.windows.pane_share import PaneShare, shareable_window, with_share
+from jobs.execution.arrival import overlapping
+from jobs.execution.keyed_steps import (
+    BucketSplit,
+    StepPlan,
+    batch_buckets,
+    collect_files,
+    key_buckets,
+    no_events,
+    per_task,
+    read_range,
+    run_bucket,
+    split_bucket,
+)
+from jobs.runs.listing import resume_note
+from jobs.runs.replay import BatchReport, Replay
+from jobs.runs.run_info import ReplayError, RunInfo
+from jobs.runs.run_lock import run_lock
+from jobs.shared.shared_plan import named_once, on_its_own, one_recording, shared_plan
+from jobs.shared.shared_work import work_of
+from jobs.storage.orphans import remove_unreferenced
+
+QUERY = "__query"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One query of a shared job: its step plan (its operator behind its residual predicate)
+    and the widened predicate W of its cluster."""
+
+    name: str
+    plan: StepPlan
+    widened: Pred
+    share: PaneShare | None = None  # its pane group's shared panes (engine.windows.pane_share)
+    passing: Passing | None = None  # the passing rows of its residual, shared by its filters
+
+
+def sharable(info: RunInfo, query: QuerySpec) -> bool:
+    """Whether run ``info`` of ``query`` can join a shared scan: a query that can share
+    (:func:`~jobs.shared.shared_plan.on_its_own`), read with the direct exchange."""
+    return info.exchange == "direct" and on_its_own(query) is None
+
+
+def _scan_of(info: RunInfo) -> tuple:
+    """What runs sharing a scan agree on: pinned input, batch plan, buckets."""
+    return (info.recording, info.input_version, info.cuts, info.buckets)
+
+
+def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[str, PaneShare]:
+    """Query -> the shared panes of its pane group, for the groups with at least two members
+    whose operators can take their slices from panes (time windows with exact partials: see
+    :func:`~engine.windows.pane_share.shareable_window`; the others run their own operators)."""
+    shares = {}
+    for cluster in plan.clusters:
+        for group in cluster.pane_groups:
+            windows = {q: shareable_window(operators[q]) for q in group.queries
+                       if q in operators}
+            members = [q for q, window in windows.items() if window is not None]
+            if group.kind == "time" and len(members) > 1:
+                share = PaneShare.of(group.pane, [windows[q] for q in members])
+                shares.update(dict.fromkeys(members, share))
+    return shares
+
+
+def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.DataFrame:
+    """The worker side of a shared job, for its part of the members (:func:`parts`): read the
+    range once, apply each cluster's W once, and step each member's operator over the keys of
+    every bucket as one (the operators work key by key; each batch writes one state file of
+    every bucket: :func:`~jobs.execution.keyed_steps.run_bucket`)."""
+    first = members[0].plan
+    lo, hi = first.batches[0][1], first.batches[-1][2]
+    if not files:
+        none = np.empty(0, "int64")
+        idle = batch_buckets(first, none, none, buckets)
+        return _concat([run_bucket(m.plan, 0, no_events(m.plan), by_bucket=idle)
+                        .assign(**{QUERY: m.name}) for m in members])
+    for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
+        shared.reset()  # (the driver runs the parts one after the other with these objects)
+    keys = sorted({m.plan.op.key for m in members})
+    parts = read_range(files, first.recording_columns, keys, lo, hi)
+    table = pa.concat_tables([t for t, _ in parts])
+    seq = np.concatenate([s for _, s in parts])
+    # key -> events per batch and bucket, W or not
+    by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets), seq, buckets)
+                 for key in keys}
+    for column in {m.plan.time_column for m in members}:
+        table = table.append_column(f"{TIME}:{column}", table.column(column).cast(
+            pa.timestamp("us")).cast(pa.int64()))
+    # nanosecond timestamps, as the standalone direct exchange hands them to the operators
+    frame = exact_pandas(table, coerce_temporal_nanoseconds=True)
+    frame[SEQ] = seq
+    widened: dict[Pred, np.ndarray] = {}
+    streams: dict[tuple, pd.DataFrame] = {}
+    splits: dict[tuple, BucketSplit] = {}
+    out = []
+    for m in members:
+        key, time_column = m.plan.op.key, m.plan.time_column
+        values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not (
+            m.plan.op.codes_keys or m.plan.op.categorical_keys)
+        stream = (m.widened, key, time_column, values)
+        if stream not in streams:  # each cluster's W, and its members' events, once per key
+            if m.widened not in widened:
+                widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
+            unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
+            rows = widened[m.widened] | unplaced
+            streams[stream] = _stream(frame, first.recording_columns, time_column,
+                                      None if rows.all() else np.flatnonzero(rows), key, values)
+        # the stream's quarantine split and batches, once for the members that agree on it
+        split = (*stream, m.plan.op.codes_keys)
+        if split not in splits:
+            splits[split] = split_bucket(m.plan, streams[stream])
+        out.append(run_bucket(m.plan, 0, splits[split], by_bucket=by_bucket[key])
+                   .assign(**{QUERY: m.name}))
+    return _concat(out)
+
+
+def _stream(frame: pd.DataFrame, columns: list[str], time_column: str,
+            rows: np.ndarray | None, key: str, values: bool) -> pd.DataFrame:
+    """The events of a shared stream: ``frame``'s ``rows`` (None: all of them, its arrays
+    taken as they are, not copied) with the recording's ``columns``, the arrival sequence and
+    ``time_column`` as the event time; ``values``: the key as plain values, as the direct
+    exchange hands a categorical key column to an operator that wants values."""
+    names = {c: c for c in [*columns, SEQ]} | {TIME: f"{TIME}:{time_column}"}
+    arrays = {name: frames.values(frame[c]) if rows is None else frames.take(frame[c], rows)
+              for name, c in names.items()}
+    if values:
+        arrays[key] = np.asarray(arrays[key], dtype=object)
+    return pd.DataFrame(arrays, copy=False)
+
+
+def parts(members: list[Member], count: int,
+          work: Callable[[list[Member]], float] = len) -> list[list[Member]]:
+    """``members`` in at most ``count`` parts of about equal ``work`` (default: as many
+    members), one Spark task each, in member order; the members of one pane group or residual
+    filter stay in one part (they share its work). The units, heaviest first, each go to the
+    lightest part so far."""
+    units: list[list[Member]] = []
+    unit_of: dict[int, int] = {}  # shared object -> its unit
+    for m in members:
+        ids = [id(s) for s in (m.share, m.passing) if s is not None]
+        found = sorted({unit_of[i] for i in ids if i in unit_of})
+        if not found:
+            units.append([])
+            found = [len(units) - 1]
+        for other in found[1:]:  # a member that joins two units makes them one
+            units[found[0]] += units[other]
+            units[other] = []
+            unit_of.update({i: found[0] for i, u in unit_of.items() if u == other})
+        units[found[0]].append(m)
+        unit_of.update(dict.fromkeys(ids, found[0]))
+    loads: list[list[Member]] = [[] for _ in range(count)]
+    weights = [0.0] * count
+    weighed = [(work(u), u) for u in units if u]
+    for weight, unit in sorted(weighed, key=lambda w: w[0], reverse=True):  # (stable sort)
+        i = min(range(count), key=weights.__getitem__)
+        loads[i].extend(unit)
+        weights[i] += weight
+    order = {m.name: i for i, m in enumerate(members)}
+    return [sorted(part, key=lambda m: order[m.name]) for part in loads if part]
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+@dataclass
+class SharedReplay:
+    """Replays several queries of the catalog on one recording as one shared run."""
+
+    runner: Replay
+    #: Spark tasks started so far, one per part of a group (each reads the group's range once).
+    tasks: int = field(default=0, init=False)
+
+    def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
+                ) -> list[RunInfo]:
+        """Each query's run (created or loaded, with its standalone run id)."""
+        return [self.runner.prepare(name, plan=plan, version=version) for name in names]
+
+    def plan(self, infos: list[RunInfo]) -> tuple[SharedPlan | None, list[RunInfo]]:
+        """The shared plan of the runs that can share a scan (None when fewer than two), and
+        the runs replayed on their own."""
+        catalog = self.runner.catalog
+        candidates = [i for i in infos if sharable(i, catalog.query(i.query))]
+        shared = [i for i in candidates if _scan_of(i) == _scan_of(candidates[0])]
+        alone = [i for i in infos if i not in shared]
+        if len(shared) < 2:
+            return None, infos
+        return shared_plan(catalog, self.runner.warehouse, [i.query for i in shared]), alone
+
+    def run(self, infos: list[RunInfo],
+            on_batch: Callable[[str, BatchReport], None] | None = None,
+            say: Callable[[str], None] = lambda line: None,
+            planned: tuple[SharedPlan | None, list[RunInfo]] | None = None
+            ) -> dict[str, pa.Table]:
+        """Run (or resume) every run of ``infos``: the sharable ones together, the others on
+        their own; returns each run's manifest by run id. ``say`` hears which is which;
+        ``planned``: :meth:`plan` of ``infos`` when the caller has it already."""
+        plan, alone = planned or self.plan(infos)
+        if plan is not None:
+            say(f"shared run of {', '.join(i.query for i in infos if i not in alone)}: plan "
+                f"{plan.plan_hash[:16]}, {len(plan.clusters)} scan(s) of W "
+                + "; ".join(c.where.sql for c in plan.clusters))
+        manifests = {}
+        for info in alone:
+            say(f"{info.query}: replayed on its own (run {info.run_id})")
+            manifests[info.run_id] = self.runner.run(
+                info, on_batch=on_batch and (lambda r, q=info.query: on_batch(q, r)))
+        if plan is not None:
+            shared = [i for i in infos if i not in alone]
+            manifests.update(self.run_shared(plan, shared, on_batch))
+        return manifests
+
+    def run_shared(self, plan: SharedPlan, infos: list[RunInfo],
+                   on_batch: Callable[[str, BatchReport], None] | None = None
+                   ) -> dict[str, pa.Table]:
+        """Run the batches of ``infos`` (sharable runs) in shared jobs, each run resuming after
+        its own last committed batch."""
+        runner = self.runner
+        with ExitStack() as locks:
+            for info in infos:
+                locks.enter_context(run_lock(runner.warehouse.run_dir(info.run_id),
+                                             info.run_id))
+                for path in runner.tables(info).values():
+                    remove_unreferenced(Path(path))
+            done = {i.run_id: runner.manifest(i.run_id) for i in infos}
+            last = infos[0].batches
+            while True:
+                pending = {i.run_id: done[i.run_id].num_rows for i in infos
+                           if done[i.run_id].num_rows <= last}
+                if not pending:
+                    break
+                first = min(pending.values())
+                group = runner.group_of(infos[0], first)
+                members = [i for i in infos if pending.get(i.run_id) == first]
+                for query, reports in self._run_group(plan, members, group, done).items():
+                    for report in reports:
+                        if on_batch:
+                            on_batch(query, report)
+                for info in members:
+                    done[info.run_id] = runner.manifest(info.run_id)
+                    if done[info.run_id].num_rows <= first:  # (else this loop never ends)
+                        raise ReplayError(
+                            f"run {info.run_id}: its manifest does not list batches "
+                            f"{group[0]}-{group[-1]} after they ran: its tables are "
+                            "inconsistent; replay the query with another --run-id")
+        return done
+
+    def _run_group(self, plan: SharedPlan, infos: list[RunInfo], group: list[int],
+                   done: dict[str, pa.Table]) -> dict[str, list[BatchReport]]:
+        """One Spark job for ``group`` of every run of ``infos``, then each run's commits."""
+        runner = self.runner
+        started = time.perf_counter()  # manifest bookkeeping only
+        first = infos[0]
+        attempt = uuid.uuid4().hex[:8]
+        contexts = {i.query: runner.context(i.query) for i in infos}
+        inner = {q: c.family.operator(c.query, c.recordings) for q, c in contexts.items()}
+        shares = pane_shares(plan, inner)
+        filters: dict[Pred, Passing] = {}  # by residual
+        prepared = {}
+        for info in infos:
+            manifest = done[info.run_id]
+            version = (manifest.column("state_version")[-1].as_py() if manifest.num_rows
+                       else None)
+            cluster = plan.cluster_of(info.query)
+            op = inner[info.query]
+            if info.query in shares:
+                op = with_share(op, shares[info.query])
+            residual = cluster.residual(info.query).where
+            passes = None
+            if residual != TRUE:
+                passes = filters.setdefault(residual, Passing(residual))
+                op = FilteredOperator(op, residual, passes)
+            step_plan, live = runner.step_plan(info, contexts[info.query], op, group, version,
+                                               attempt)
+            member = Member(info.query, step_plan, cluster.where, shares.get(info.query), passes)
+            prepared[info.run_id] = member, live, version
+        members = [m for m, *_ in prepared.values()]
+        lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
+        files = overlapping(first.files, lo, hi)
+        run_of = {i.query: i for i in infos}
+
+        def run_part(part: list[Member]) -> dict[str, list[BatchReport]]:
+            """The part's Spark job, then its runs' commits (each resumable on its own)."""
+            rows = per_task(runner.spark, [0],
+                            lambda _: shared_part(part, files, first.buckets))
+            reports = {}
+            for m in part:
+                info = run_of[m.name]
+                _, live, version = prepared[info.run_id]
+                steps = collect_files(m.plan, [r for r in rows if r[QUERY] == m.name])
+                reports[m.name] = runner.commit(info, m.plan, group, steps, live, version,
+                                                started)[0]
+            return reports
+
+        # one Spark job per part, side by side: the runs of a part that is done commit while
+        # the other parts' tasks still run
+        selects = {q for q, c in contexts.items() if c.query.kind == "select"}
+        tasks = parts(members, first.buckets, work_of(plan, selects))
+        self.tasks += len(tasks)
+        with ThreadPoolExecutor(len(tasks)) as pool:
+            reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
+        return {i.query: reports[i.query] for i in infos}
+
+
+def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
+                   share: bool, say: Callable[[str], None]) -> list[tuple[RunInfo, pa.Table]]:
+    """``reprise replay Q1 Q2 ...``: each query's run and manifest, replayed as one shared run
+    (queries on one recording) or, with ``share`` False, one after another."""
+    named_once(names)  # before any run is prepared
+    if share:
+        one_recording(runner.catalog, names)
+    shared = SharedReplay(runner)
+    infos = shared.prepare(names, plan=plan, version=version)
+    for info in infos:
+        done = runner.manifest(info.run_id).num_rows
+        say(f"run {info.run_id}: {info.recording} v{info.input_version}, {info.total} events, "
+            f"plan {info.plan} -> {info.batches} batches" + resume_note(done, info.batches + 1))
+    manifests = (shared.run(infos, say=say) if share
+                 else {i.run_id: runner.run(i) for i in infos})
+    return [(info, manifests[info.run_id]) for info in infos]
