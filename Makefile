@@ -8,7 +8,7 @@ export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: demo test test-slow lint bench bench-cluster ui venv browser clean
+.PHONY: demo test test-slow lint bench bench-cluster ui venv browser clean docs docs-serve
 
 venv: $(STAMP)
 
@@ -60,5 +60,13 @@ bench: $(STAMP)
 bench-cluster: $(STAMP)
 	$(BIN)/python -m benchmarks.cluster
 
+# The documentation site (MkDocs, strict: a broken link or a page missing from the nav fails).
+docs: $(STAMP)
+	$(BIN)/python -m benchmarks.report
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
 clean:
-	rm -rf warehouse .pytest_cache .ruff_cache
+	rm -rf warehouse site .pytest_cache .ruff_cache
