@@ -63,10 +63,10 @@ bench-cluster: $(STAMP)
 # The documentation site (MkDocs, strict: a broken link or a page missing from the nav fails).
 docs: $(STAMP)
 	$(BIN)/python -m benchmarks.report
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-serve: $(STAMP)
-	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 clean:
 	rm -rf warehouse site .pytest_cache .ruff_cache
