@@ -74,3 +74,29 @@ def test_a_failed_write_leaves_the_directory_as_it_was(tmp_path):
     with pytest.raises(Exception, match="cannot write the project"):
         make_project(blocked, bundled=bundled_missing)
     assert list(blocked.iterdir()) == []
+
+
+def test_dagster_in_the_project_directory_builds_from_its_catalog(tmp_path, monkeypatch):
+    from orchestration.definitions import build_definitions
+
+    make_project(tmp_path / "mine")
+    monkeypatch.delenv("REPRISE_CATALOG", raising=False)
+    monkeypatch.chdir(tmp_path / "mine")
+    defs = build_definitions()
+    keys = {"/".join(key.path) for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert keys == {f"recordings/{EXAMPLE_RECORDING}", f"replays/{EXAMPLE_QUERY}"}
+
+
+def test_a_command_says_when_it_falls_back_to_the_sample_catalog(tmp_path, monkeypatch):
+    monkeypatch.delenv("REPRISE_CATALOG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    args = ["plan", "nope", "--warehouse", str(tmp_path / "wh")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "using the sample catalog" in notes[0]
+    make_project(tmp_path / "mine")
+    monkeypatch.chdir(tmp_path / "mine")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "note:" not in result.stderr
+    assert f"catalog {tmp_path / 'mine' / 'schemas'}" in result.stderr  # its own catalog
