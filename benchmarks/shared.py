@@ -191,7 +191,7 @@ def main() -> None:
         print(f"note: creating a file took over {SLOW_CREATION_US} µs: the file system is slow to "
               "create files now (on ext4 without a journal: inodes freed nearby in the last "
               "minutes), which both sides pay per file, so this ratio is lower than on a rested "
-              "disk; run again later or with TMPDIR on tmpfs (README, Shared replays)")
+              "disk; run again later or with TMPDIR on tmpfs (docs/contributing/benchmarking.md)")
 
 
 if __name__ == "__main__":
