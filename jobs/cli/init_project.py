@@ -46,7 +46,7 @@ def make_project(directory: Path, bundled: Path = BUNDLED_CATALOG) -> list[Path]
                bundled / "queries" / f"{EXAMPLE_QUERY}.yaml"}
     texts = {Path(PROJECT_FILE): PROJECT_TEXT, Path("workspace.yaml"): WORKSPACE_TEXT,
              Path(".gitignore"): GITIGNORE_TEXT}
-    written = []
+    written, created = [], not directory.exists()
     try:
         for relative, source in sources.items():
             (directory / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -56,15 +56,19 @@ def make_project(directory: Path, bundled: Path = BUNDLED_CATALOG) -> list[Path]
             (directory / relative).write_text(text)
             written.append(directory / relative)
     except OSError as exc:
-        _undo(directory)
+        _undo(directory, created)
         raise ProjectError(f"{directory}: cannot write the project: "
                            f"{exc.strerror or exc}") from None
     return written
 
 
-def _undo(directory: Path) -> None:
-    """Remove what :func:`make_project` wrote in ``directory`` (empty before it started)."""
+def _undo(directory: Path, created: bool) -> None:
+    """Remove what :func:`make_project` wrote in ``directory`` (empty before it started), and
+    the directory itself when it made it."""
     if not directory.is_dir():
+        return
+    if created:
+        shutil.rmtree(directory, ignore_errors=True)
         return
     for child in directory.iterdir():
         if child.is_dir() and not child.is_symlink():

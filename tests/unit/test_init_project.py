@@ -74,6 +74,9 @@ def test_a_failed_write_leaves_the_directory_as_it_was(tmp_path):
     with pytest.raises(Exception, match="cannot write the project"):
         make_project(blocked, bundled=bundled_missing)
     assert list(blocked.iterdir()) == []
+    with pytest.raises(Exception, match="cannot write the project"):
+        make_project(tmp_path / "new", bundled=bundled_missing)
+    assert not (tmp_path / "new").exists()
 
 
 def test_dagster_in_the_project_directory_builds_from_its_catalog(tmp_path, monkeypatch):
