@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
 from jobs.cli.app import app
-from jobs.cli.init_project import EXAMPLE_QUERY, EXAMPLE_RECORDING, make_project
+from jobs.cli.init_project import EXAMPLE_QUERY, EXAMPLE_RECORDING, ProjectError, make_project
 from jobs.settings import Settings, find_catalog
 
 
@@ -71,10 +71,10 @@ def test_a_failed_write_leaves_the_directory_as_it_was(tmp_path):
     blocked = tmp_path / "mine"
     blocked.mkdir()
     bundled_missing = tmp_path / "no-catalog"  # the example files cannot be read
-    with pytest.raises(Exception, match="cannot write the project"):
+    with pytest.raises(ProjectError, match="cannot write the project"):
         make_project(blocked, bundled=bundled_missing)
     assert list(blocked.iterdir()) == []
-    with pytest.raises(Exception, match="cannot write the project"):
+    with pytest.raises(ProjectError, match="cannot write the project"):
         make_project(tmp_path / "new", bundled=bundled_missing)
     assert not (tmp_path / "new").exists()
 
