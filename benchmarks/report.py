@@ -24,8 +24,10 @@ data size, the medians, the commit, the machine and its load); this page is gene
 files by `python -m benchmarks.report`. How to run them and how to read them:
 [Benchmarking](contributing/benchmarking.md).
 
-The figures are wall-clock seconds on the machine named under each table; compare them only with
-figures from the same machine at a similar load.
+The figures are medians over a benchmark's timed rounds (totals where a benchmark times a series,
+such as the continuation benchmark's ten continuations), in seconds unless their name says
+otherwise, on the machine named under each table; compare them only with figures from the same
+machine at a similar load.
 """
 
 
@@ -74,8 +76,9 @@ def table(bench: Benchmark, result: dict) -> str:
     """The section of one measured benchmark."""
     rows = [("command", f"`{result['command']}`"),
             ("data size", ", ".join(f"{k} {figure(v)}" for k, v in result["data_size"].items()))]
-    rows += [(f"median {name}", figure(value)) for name, value in result["medians"].items()]
-    rows.append(("**ratio**", f"**{figure(result.get('ratio'))}**"))
+    rows += [(f"`{name}`", figure(value)) for name, value in result["medians"].items()]
+    ratio = result.get("ratio")
+    rows.append(("**ratio**", "–" if ratio is None else f"**{ratio:,.2f}**"))
     rows.append(("target", result.get("target") or "none (informative)"))
     m = result.get("machine", {})
     rows.append(("machine", f"{m.get('cores')} cores, {m.get('memory_gib')} GiB, Python "
