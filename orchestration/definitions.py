@@ -11,8 +11,8 @@ import dagster as dg
 from engine.catalog import CatalogError, load_catalog
 from engine.registry import family_of
 from jobs.settings import load_settings
-from orchestration.assets import build_assets
 from orchestration.automation import build_jobs, build_sensor, nightly_schedule
+from orchestration.catalog_assets import build_assets
 from orchestration.checks import build_checks, build_standalone_check
 from orchestration.resources import default_resources
 
