@@ -22,10 +22,10 @@ import pyarrow as pa
 
 from .filtered import FilteredOperator
 
-if TYPE_CHECKING:  # the catalog imports the registry, which imports the families
-    from .catalog import QuerySpec, RecordingSpec
+if TYPE_CHECKING:
     from .operator import KeyedOperator
     from .sharing import SharingView
+    from .specs import QuerySpec, RecordingSpec
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
 #: arrival sequence numbers of events the query cannot use).

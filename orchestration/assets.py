@@ -4,7 +4,7 @@
 import dagster as dg
 import pandas as pd
 
-from engine.catalog import QuerySpec, RecordingSpec
+from engine.specs import QuerySpec, RecordingSpec
 from orchestration.resources import SparkResource, WarehouseResource
 
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from engine.catalog import Catalog, QuerySpec
+from engine.catalog import Catalog
 from engine.registry import family_of
+from engine.specs import QuerySpec
 from orchestration.assets import build_recording_asset, build_replay_asset
 from orchestration.shared_assets import build_shared_replays
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from engine.catalog import CatalogError, load_catalog
+from engine.catalog import load_catalog
 from engine.registry import family_of
+from engine.specs import CatalogError
 from jobs.settings import load_settings
 from orchestration.automation import build_jobs, build_sensor, nightly_schedule
 from orchestration.catalog_assets import build_assets

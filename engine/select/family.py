@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..catalog import QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
+from ..specs import QuerySpec, RecordingSpec
 from .operator import SelectOperator
 from .reference import select_reference
 from .spec import SelectSpec, parse_select_query

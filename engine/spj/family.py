@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..catalog import CatalogError, QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
+from ..specs import CatalogError, QuerySpec, RecordingSpec
 from .inputs import merged_recording
 from .settings import spj_schemas, spj_settings
 from .stream import SpjOperator

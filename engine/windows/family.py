@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..catalog import GLOBAL_KEY, QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
 from ..predicate import TRUE
 from ..sharing.view import SharingView, window_view
+from ..specs import GLOBAL_KEY, QuerySpec, RecordingSpec
 from .count import CountWindow
 from .having import HavingOperator
+from .query_block import parse_window_query
 from .reference import window_reference, window_updates_reference
 from .session import SessionWindow
 from .sliding import SlidingWindow
-from .spec import WindowSpec, parse_window_query
+from .spec import WindowSpec
 from .tumbling import TumblingWindow
 
 #: Window type of the spec -> its operator.

@@ -36,7 +36,7 @@ def analyze(
     if query is not None and (sql is not None or schema):
         raise UsageError("give either a SQL query with --schema or --query NAME, not both", ctx)
     if query is not None:
-        from engine.catalog import CatalogError
+        from engine.specs import CatalogError
         from engine.spj import SpjError
         from engine.spj.family import analysis_inputs
 

@@ -95,7 +95,7 @@ def follow(
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Keep continuing the query's run as the recording gains versions (Ctrl-C stops)."""
-    from engine.catalog import CatalogError, parse_duration_us
+    from engine.specs import CatalogError, parse_duration_us
     from jobs.runs.follow import follow as follow_query
 
     try:

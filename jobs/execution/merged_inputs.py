@@ -12,8 +12,9 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.catalog import Catalog, QuerySpec, RecordingSpec
+from engine.catalog import Catalog
 from engine.operator import SEQ
+from engine.specs import QuerySpec, RecordingSpec
 from engine.spj.inputs import EVENT_TIME, PARTITION, STREAM, column_name
 from jobs.execution.arrival import SPARK_TYPES, input_index, sequenced
 from jobs.storage import DeltaStorage, Txn

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.catalog import BatchSpec, CatalogError, parse_duration_us
 from engine.errors import RepriseError
+from engine.specs import BatchSpec, CatalogError, parse_duration_us
 
 PLAN_HELP = ("commit | rows:N | time:DURATION (e.g. time:1h) | cuts:S1,S2,... "
              "(arrival sequence numbers)")

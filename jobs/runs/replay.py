@@ -26,8 +26,9 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from engine.catalog import BatchSpec, Catalog, QuerySpec
+from engine.catalog import Catalog
 from engine.operator import KeyedOperator
+from engine.specs import BatchSpec, QuerySpec
 from jobs.execution.arrival import input_index, overlapping, sequenced
 from jobs.execution.derived_columns import WorkerDerive, exchange_for, in_workers
 from jobs.execution.keyed_steps import (

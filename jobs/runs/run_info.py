@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.catalog import QuerySpec
 from engine.errors import RepriseError
 from engine.operator import KeyedOperator
+from engine.specs import QuerySpec
 from jobs.runs.batch_plans import parse_plan
 from jobs.settings import EXCHANGES, MAX_BUCKETS
 from jobs.storage import Txn

@@ -12,11 +12,12 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from engine.catalog import Catalog, QuerySpec
+from engine.catalog import Catalog
 from engine.errors import RepriseError
 from engine.operator import exact_pandas
 from engine.registry import family_of
 from engine.sharing import SharedPlan, SharingView, Statistics, plan_queries
+from engine.specs import QuerySpec
 from jobs.warehouse import Warehouse
 
 #: Rows of the recording's latest snapshot the selectivities, key counts and time span are

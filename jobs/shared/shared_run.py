@@ -33,11 +33,11 @@ import pandas as pd
 import pyarrow as pa
 
 from engine import frames
-from engine.catalog import QuerySpec
 from engine.filtered import FilteredOperator, Passing
 from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
 from engine.predicate import TRUE, Pred
 from engine.sharing import SharedPlan
+from engine.specs import QuerySpec
 from engine.windows.pane_share import PaneShare, shareable_window, with_share
 from jobs.execution.arrival import overlapping
 from jobs.execution.keyed_steps import (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.catalog import CatalogError, parse_query, parse_recording
+from engine.catalog import parse_query, parse_recording
+from engine.specs import CatalogError
 from jobs.runs.batch_plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
 
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",

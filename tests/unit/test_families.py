@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from engine import registry
-from engine.catalog import CatalogError, load_catalog, parse_query, parse_recording
+from engine.catalog import load_catalog, parse_query, parse_recording
 from engine.family import QueryFamily
 from engine.registry import FAMILIES, QUERY_KINDS, family_of, operator_for
+from engine.specs import CatalogError
 from engine.spj.family import analysis_inputs
 from jobs.runs.run_context import RunContext
 
