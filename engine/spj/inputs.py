@@ -10,6 +10,7 @@ all its streams, so the whole query is one key of the keyed runner.
 
 from __future__ import annotations
 
+from ..family import InputMerge, MergedStream
 from ..specs import QuerySpec, RecordingSpec
 
 STREAM = "stream"
@@ -32,3 +33,12 @@ def merged_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]
     return RecordingSpec(name=f"{query.name}__merged", columns=columns, key=PARTITION,
                              time=EVENT_TIME, description=f"merged input of {query.name}",
                              source=query.source)
+
+
+def input_merge(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> InputMerge:
+    """How the runner builds ``query``'s merged input (see the module docstring)."""
+    streams = tuple(MergedStream(stream, name, {c: column_name(stream, c)
+                                                for c in recordings[name].columns})
+                    for stream, name in query.inputs.items())
+    return InputMerge(streams, stream_column=STREAM, time_column=EVENT_TIME,
+                      key_column=PARTITION)
