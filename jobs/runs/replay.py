@@ -31,17 +31,11 @@ from engine.operator import KeyedOperator
 from engine.specs import BatchSpec, QuerySpec
 from jobs.execution.arrival import input_index, overlapping, sequenced
 from jobs.execution.derived_columns import WorkerDerive, exchange_for, in_workers
-from jobs.execution.keyed_steps import (
-    KINDS,
-    StepFiles,
-    StepPlan,
-    bucket_of_file,
-    execute_direct,
-    execute_finish,
-    execute_step,
-    read_range,
-)
+from jobs.execution.direct_exchange import execute_direct, execute_finish, read_range
 from jobs.execution.merged_inputs import merge_inputs
+from jobs.execution.spark_exchange import execute_step
+from jobs.execution.step_files import bucket_of_file
+from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs import batch_plans as plans
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file

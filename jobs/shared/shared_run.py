@@ -40,18 +40,17 @@ from engine.predicate import TRUE, Pred
 from engine.sharing import SharedPlan
 from engine.specs import QuerySpec
 from jobs.execution.arrival import overlapping
+from jobs.execution.bucketing import key_buckets
+from jobs.execution.direct_exchange import per_task, read_range
 from jobs.execution.keyed_steps import (
     BucketSplit,
-    StepPlan,
     batch_buckets,
-    collect_files,
-    key_buckets,
     no_events,
-    per_task,
-    read_range,
     run_bucket,
     split_bucket,
 )
+from jobs.execution.step_files import collect_files
+from jobs.execution.step_plan import StepPlan
 from jobs.runs.listing import resume_note
 from jobs.runs.replay import BatchReport, Replay
 from jobs.runs.run_info import ReplayError, RunInfo
