@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import sqlglot
 import yaml
 
+from .batch_plans import parse_batch
 from .derive_sql import expression_problem
 from .names import name_problem
 from .predicate import Pred, PredicateError, parse_predicate
@@ -22,7 +23,6 @@ from .specs import (
     COLUMN_TYPES,
     GLOBAL_KEY,
     GLOBAL_VALUE,
-    BatchSpec,
     CatalogError,
     QuerySpec,
     RecordingSpec,
@@ -101,37 +101,6 @@ def parse_recording(doc: dict, source: str = "<inline>") -> RecordingSpec:
                          description=str(doc.get("description", "")), source=source)
 
 
-#: ``batch.by`` -> the fields of a catalog batch plan of that kind.
-_BATCH_FIELDS = {"commit": ("by",), "rows": ("by", "rows"), "time": ("by", "every")}
-
-
-def _parse_batch(value: Any, source: str) -> BatchSpec:
-    if value is None:
-        return BatchSpec()
-    if not isinstance(value, dict) or "by" not in value:
-        raise CatalogError(source, "batch", "expected a mapping such as {by: commit}, "
-                           "{by: rows, rows: 1000} or {by: time, every: 1h}")
-    by = value["by"]
-    if isinstance(by, str) and by in _BATCH_FIELDS:
-        check_fields(value, _BATCH_FIELDS[by], source, "batch")
-    if by == "commit":
-        return BatchSpec()
-    if by == "rows":
-        rows = value.get("rows")
-        if not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
-            raise CatalogError(source, "batch.rows", f"expected a positive integer, got {rows!r}")
-        return BatchSpec(by="rows", rows=rows)
-    if by == "time":
-        if not isinstance(value.get("every"), str):
-            raise CatalogError(source, "batch.every", "expected a duration with a unit such as "
-                               f"'10s' or '1h', got {value.get('every')!r}")
-        every = parse_duration_us(value.get("every", ""), source=source, fieldname="batch.every")
-        if every <= 0:
-            raise CatalogError(source, "batch.every", "must be positive")
-        return BatchSpec(by="time", interval_us=every)
-    raise CatalogError(source, "batch.by", f"expected commit, rows or time, got {by!r}")
-
-
 _QUERY_FIELDS = {"name", "kind", "input", "inputs", "key", "time", "lateness", "batch", "query",
                  "output", "expectations", "description", "allow_unbounded", "derive", "where"}
 #: Fields of the queries of one recording only, and of several recordings only.
@@ -201,7 +170,7 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     if not isinstance(expectations, list):
         raise CatalogError(source, "expectations", "expected a list")
     return QuerySpec(name=name, kind=kind, inputs=dict(inputs), key=key, time=time,
-                     lateness_us=lateness, batch=_parse_batch(doc.get("batch"), source),
+                     lateness_us=lateness, batch=parse_batch(doc.get("batch"), source),
                      query=doc["query"], output=doc.get("output"), expectations=expectations,
                      derived=derived, where=where, source=source, raw=doc)
 

@@ -31,8 +31,8 @@ def replay(
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Replay queries over their recording, batch by batch; resumes an interrupted run."""
+    from engine.batch_plans import batch_count_warning
     from jobs.cli.progress import ReplayProgress
-    from jobs.runs.batch_plans import batch_count_warning
     from jobs.runs.listing import resume_note
 
     if cont and version is not None:

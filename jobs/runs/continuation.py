@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.execution.arrival import sequenced
+from engine import batch_plans as plans
+from jobs.execution.arrival import resolve_cuts, sequenced
 from jobs.execution.merged_inputs import input_merge, merged_events
-from jobs.runs import batch_plans as plans
 from jobs.runs.listing import made_at, summarize
-from jobs.runs.replay import BatchReport, Replay, resolve_cuts
+from jobs.runs.replay import BatchReport, Replay
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
