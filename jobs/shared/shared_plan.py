@@ -55,7 +55,8 @@ def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
 def on_its_own(query: QuerySpec) -> str | None:
     """Why ``query`` is replayed on its own beside a shared run (None: it can share a scan)."""
     if not family_of(query.kind, query.source).single_input:
-        return "an spj query reads merged recordings, which a scan of one recording does not give"
+        return (f"an {query.kind} query reads merged recordings, which a scan of one recording "
+                "does not give")
     if query.derived:
         return ("its derived columns (derive:, or the constant key of key: none) are computed "
                 "by Spark, not by the shared scan")
