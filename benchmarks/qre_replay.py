@@ -20,7 +20,7 @@ import pandas as pd
 
 from engine.catalog import load_catalog
 from jobs.execution.arrival import input_index, sequenced
-from jobs.execution.keyed_steps import BUCKET, bucketed
+from jobs.execution.bucketing import BUCKET, bucketed
 from jobs.runs.replay import Replay
 
 from .harness import ROOT, ReplayRuns, bench, medians, noop

@@ -119,7 +119,8 @@ def main() -> None:
         contexts = [replay.context(name) for name in names]
         buckets = planned[0].buckets  # each standalone run's Spark tasks
         shares = pane_shares(plan, {c.query.name: c.family.operator(c.query, c.recordings)
-                                    for c in contexts})
+                                    for c in contexts},
+                             {c.query.name: c.family for c in contexts})
         rounds = itertools.count()
         tasks: list[int] = []  # the Spark tasks of each shared run (each reads the range once)
 

@@ -1,4 +1,5 @@
-"""The declarative catalog: recording and query files under ``schemas/``, parsed and checked.
+"""The catalog loader: recording and query files under ``schemas/``, parsed and checked into the
+specs of :mod:`engine.specs` (each query by its family, from :mod:`engine.registry`).
 
 Every problem is reported as a :class:`CatalogError` naming the file, the field and what is wrong.
 """
@@ -10,121 +11,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pyarrow as pa
 import sqlglot
 import yaml
 
+from .batch_plans import parse_batch
 from .derive_sql import expression_problem
-from .errors import RepriseError
 from .names import name_problem
 from .predicate import Pred, PredicateError, parse_predicate
-
-COLUMN_TYPES: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "int": pa.int64(),
-    "double": pa.float64(),
-    "bool": pa.bool_(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-}
+from .registry import family_of
+from .specs import (
+    COLUMN_TYPES,
+    GLOBAL_KEY,
+    GLOBAL_VALUE,
+    CatalogError,
+    QuerySpec,
+    RecordingSpec,
+    UnknownName,
+    check_fields,
+    parse_duration_us,
+)
 
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-_DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|m|h|d)\s*$")
-_UNIT_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000,
-            "d": 86_400_000_000}
-#: ``key: none``: one group for the whole recording, keyed by this constant derived column.
-GLOBAL_KEY = "__global"
-GLOBAL_VALUE = "all"
-
-
-class CatalogError(RepriseError):
-    """A catalog file is invalid; the message names the file, the field and the problem."""
-
-    def __init__(self, source: str, fieldname: str, problem: str):
-        self.source, self.field, self.problem = source, fieldname, problem
-        super().__init__(f"{source}: field '{fieldname}': {problem}")
-
-
-class UnknownName(RepriseError):
-    """The catalog holds no recording or query of that name; the message lists the known ones."""
-
-
-def parse_duration_us(text: str | int, *, source: str = "<input>",
-                      fieldname: str = "duration") -> int:
-    """Parse ``"90s"``, ``"1m"``, ``"500ms"``, ``"2h"``, ``"1d"`` (or an int of microseconds)."""
-    if isinstance(text, bool):
-        raise CatalogError(source, fieldname, f"expected a duration like '30s', got {text!r}")
-    if isinstance(text, int):
-        if text < 0:
-            raise CatalogError(source, fieldname, f"duration must not be negative, got {text}")
-        return text
-    m = _DURATION.match(str(text))
-    if not m:
-        raise CatalogError(
-            source, fieldname,
-            f"expected a duration like '30s', '1m', '500ms', '2h' or '1d', got {text!r}")
-    return int(m.group(1)) * _UNIT_US[m.group(2)]
-
-
-@dataclass(frozen=True)
-class RecordingSpec:
-    """A recorded event stream stored as a Delta table."""
-
-    name: str
-    columns: dict[str, str]
-    key: str
-    time: str
-    description: str = ""
-    source: str = "<inline>"
-
-    def arrow_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c, COLUMN_TYPES[t]) for c, t in self.columns.items()])
-
-
-@dataclass(frozen=True)
-class BatchSpec:
-    """The default batch plan of a query: by commit, every N rows, or every event-time interval."""
-
-    by: str = "commit"  # commit | rows | time | cuts
-    rows: int | None = None
-    interval_us: int | None = None
-    cuts: tuple[int, ...] = ()
-
-    def describe(self) -> str:
-        if self.by == "rows":
-            return f"rows:{self.rows}"
-        if self.by == "time":
-            return f"time:{self.interval_us}us"
-        if self.by == "cuts":
-            return "cuts:" + ",".join(map(str, self.cuts))
-        return "commit"
-
-
-@dataclass(frozen=True)
-class QuerySpec:
-    """A continuous query over one (qre, window) or several (spj) recordings."""
-
-    name: str
-    kind: str
-    inputs: dict[str, str]
-    key: str | None
-    time: str | None
-    lateness_us: int
-    batch: BatchSpec
-    query: Any
-    output: str | None = None
-    expectations: list[Any] = field(default_factory=list)
-    #: Derived input columns: name -> (Spark SQL expression, column type); see :func:`_derived`.
-    derived: dict[str, tuple[str, str]] = field(default_factory=dict)
-    #: ``where:``: the row predicate over the input's columns (derived ones included) that an
-    #: event must pass to reach the operator, or None.
-    where: Pred | None = None
-    source: str = "<inline>"
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def input(self) -> str:
-        """The single input recording (qre and window queries)."""
-        return next(iter(self.inputs.values()))
 
 
 def _require(doc: dict, key: str, source: str, kind: type | tuple[type, ...] = str) -> Any:
@@ -141,15 +48,6 @@ def _unknown_field(doc: dict, known: set[str] | frozenset[str], source: str) -> 
     unknown = sorted(map(str, set(doc) - known))
     if unknown:
         raise CatalogError(source, unknown[0], "unknown field")
-
-
-def check_fields(mapping: dict, known: tuple[str, ...], source: str, prefix: str) -> None:
-    """Refuse a key of the nested ``mapping`` (the field ``prefix``) that is not in ``known``:
-    ``<file>: field '<prefix>.<key>': unknown field (expected <known>)``."""
-    unknown = sorted(set(map(str, mapping)) - set(known))
-    if unknown:
-        raise CatalogError(source, f"{prefix}.{unknown[0]}",
-                           f"unknown field (expected {', '.join(known)})")
 
 
 def _load_yaml(path: Path) -> dict:
@@ -203,37 +101,6 @@ def parse_recording(doc: dict, source: str = "<inline>") -> RecordingSpec:
                          description=str(doc.get("description", "")), source=source)
 
 
-#: ``batch.by`` -> the fields of a catalog batch plan of that kind.
-_BATCH_FIELDS = {"commit": ("by",), "rows": ("by", "rows"), "time": ("by", "every")}
-
-
-def _parse_batch(value: Any, source: str) -> BatchSpec:
-    if value is None:
-        return BatchSpec()
-    if not isinstance(value, dict) or "by" not in value:
-        raise CatalogError(source, "batch", "expected a mapping such as {by: commit}, "
-                           "{by: rows, rows: 1000} or {by: time, every: 1h}")
-    by = value["by"]
-    if isinstance(by, str) and by in _BATCH_FIELDS:
-        check_fields(value, _BATCH_FIELDS[by], source, "batch")
-    if by == "commit":
-        return BatchSpec()
-    if by == "rows":
-        rows = value.get("rows")
-        if not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
-            raise CatalogError(source, "batch.rows", f"expected a positive integer, got {rows!r}")
-        return BatchSpec(by="rows", rows=rows)
-    if by == "time":
-        if not isinstance(value.get("every"), str):
-            raise CatalogError(source, "batch.every", "expected a duration with a unit such as "
-                               f"'10s' or '1h', got {value.get('every')!r}")
-        every = parse_duration_us(value.get("every", ""), source=source, fieldname="batch.every")
-        if every <= 0:
-            raise CatalogError(source, "batch.every", "must be positive")
-        return BatchSpec(by="time", interval_us=every)
-    raise CatalogError(source, "batch.by", f"expected commit, rows or time, got {by!r}")
-
-
 _QUERY_FIELDS = {"name", "kind", "input", "inputs", "key", "time", "lateness", "batch", "query",
                  "output", "expectations", "description", "allow_unbounded", "derive", "where"}
 #: Fields of the queries of one recording only, and of several recordings only.
@@ -249,8 +116,6 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     if not re.fullmatch(_IDENTIFIER, name):
         raise CatalogError(source, "name", f"{name!r} must be an identifier (letters, digits, _)")
     kind = _require(doc, "kind", source)
-    from .registry import family_of  # the registry imports the families, which import this
-
     single = family_of(kind, source).single_input
     foreign = [f for f in (_MULTI_INPUT_ONLY if single else _SINGLE_INPUT_ONLY) if f in doc]
     if foreign:  # (it would be ignored)
@@ -305,7 +170,7 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     if not isinstance(expectations, list):
         raise CatalogError(source, "expectations", "expected a list")
     return QuerySpec(name=name, kind=kind, inputs=dict(inputs), key=key, time=time,
-                     lateness_us=lateness, batch=_parse_batch(doc.get("batch"), source),
+                     lateness_us=lateness, batch=parse_batch(doc.get("batch"), source),
                      query=doc["query"], output=doc.get("output"), expectations=expectations,
                      derived=derived, where=where, source=source, raw=doc)
 

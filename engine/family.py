@@ -8,6 +8,11 @@ outside a family's folder switches on its ``kind``.
 A family implements its operator, reference and columns for the events that pass the query's
 ``where:``; the base class puts the filter in front of them (:meth:`QueryFamily.run_operator`,
 :meth:`QueryFamily.run_reference`, :meth:`QueryFamily.run_columns`), the same for every family.
+
+The runner asks the family, never its kind, how the query shares a scan with others
+(:meth:`QueryFamily.sharing_view`, :meth:`QueryFamily.share_panes`,
+:meth:`QueryFamily.step_work`) and how its input is read (:meth:`QueryFamily.input_recording`,
+:meth:`QueryFamily.input_merge` for a multi-input family).
 """
 
 from __future__ import annotations
@@ -15,21 +20,58 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pandas as pd
 import pyarrow as pa
 
 from .filtered import FilteredOperator
-
-if TYPE_CHECKING:  # the catalog imports the registry, which imports the families
-    from .catalog import QuerySpec, RecordingSpec
-    from .operator import KeyedOperator
-    from .sharing import SharingView
+from .operator import KeyedOperator
+from .predicate import TRUE
+from .sharing import PaneGroup, SharingView, Statistics
+from .sharing.cost import EVENT_US, StepWork
+from .specs import QuerySpec, RecordingSpec
 
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
 #: arrival sequence numbers of events the query cannot use).
 Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int], list[int]]]
+
+
+class SharedPanes(Protocol):
+    """The pane computation the members of a pane group share in one worker
+    (:meth:`QueryFamily.share_panes`)."""
+
+    def reset(self) -> None:
+        """Forget the batches seen (a worker starts a new bucket)."""
+
+    def member(self, op: KeyedOperator) -> KeyedOperator:
+        """``op`` (a member's operator, without ``where:``) stepping from these panes."""
+
+
+@dataclass(frozen=True)
+class MergedStream:
+    """One recording of a merged input: the query's name for it (``stream``), the recording,
+    and the merged input's name for each of its columns."""
+
+    stream: str
+    recording: str
+    columns: dict[str, str]
+
+
+@dataclass(frozen=True)
+class InputMerge:
+    """How the runner merges the recordings of a multi-input query into the one input its
+    operator reads (:meth:`QueryFamily.input_merge`): rows ordered by event time (nulls
+    first), then by the stream's position in ``streams``, then by each recording's arrival
+    order; a row holds its stream's name in ``stream_column``, its event time in
+    ``time_column``, its columns under their merged names (the other streams' are null) and 0
+    in ``key_column`` (the whole query is one key)."""
+
+    streams: tuple[MergedStream, ...]
+    stream_column: str
+    time_column: str
+    key_column: str
 
 
 class QueryFamily(ABC):
@@ -120,9 +162,25 @@ class QueryFamily(ABC):
         query that shares only the scan: its ``where:`` (TRUE without one) and the columns it
         reads; a family whose queries can share panes returns its window, key, aggregates and
         ``having`` as well."""
-        from .predicate import TRUE
-        from .sharing import SharingView
-
         where = getattr(query, "where", None) or TRUE
         return SharingView(query.name, frozenset(self.columns_read(query, recordings)), where,
                            recording=query.input)
+
+    def share_panes(self, group: PaneGroup, operators: dict[str, KeyedOperator]
+                    ) -> dict[str, SharedPanes]:
+        """The queries of pane ``group`` (``operators``: their operators, without ``where:``)
+        that step from one shared computation of the group's panes, and that computation (one
+        object for them all); the others run their own operators. The default shares none."""
+        return {}
+
+    def step_work(self, view: SharingView, rows: float, stats: Statistics) -> StepWork:
+        """The estimated time of the query's step over ``rows`` entering events in a shared job
+        (``view``: its sharing view; ``stats``: the plan's statistics). The default: every
+        event entering its operator."""
+        return StepWork(events=rows * EVENT_US)
+
+    def input_merge(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                    ) -> InputMerge | None:
+        """How the runner merges a multi-input query's recordings into the input of
+        :meth:`input_recording` (None: the query reads one recording)."""
+        return None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .catalog import CatalogError, QuerySpec, RecordingSpec
 from .family import QueryFamily, Reference
 from .operator import KeyedOperator
 from .qre import family as qre
 from .select import family as select
+from .specs import CatalogError, QuerySpec, RecordingSpec
 from .spj import family as spj
 from .windows import family as windows
 

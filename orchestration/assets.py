@@ -4,7 +4,7 @@
 import dagster as dg
 import pandas as pd
 
-from engine.catalog import Catalog, QuerySpec, RecordingSpec
+from engine.specs import QuerySpec, RecordingSpec
 from orchestration.resources import SparkResource, WarehouseResource
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -127,21 +127,3 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
             **segment_metadata(info, result.segment, result.fresh_reason)})
 
     return replay
-
-
-def build_assets(catalog: Catalog) -> list[dg.AssetsDefinition]:
-    """Every recording; the replays of the single-input queries of each recording as one
-    multi-asset (materialised together they share the scan); each multi-input query alone."""
-    from engine.registry import family_of
-    from orchestration.shared_assets import build_shared_replays
-
-    assets = [build_recording_asset(spec) for spec in catalog.recordings.values()]
-    by_recording: dict[str, list[QuerySpec]] = {}
-    for q in catalog.queries.values():
-        if family_of(q.kind, q.source).single_input:
-            by_recording.setdefault(q.input, []).append(q)
-        else:
-            assets.append(build_replay_asset(q))
-    assets += [build_shared_replays(name, queries)
-               for name, queries in sorted(by_recording.items())]
-    return assets

@@ -5,7 +5,7 @@ import json
 
 import dagster as dg
 
-from engine.catalog import QuerySpec
+from engine.specs import QuerySpec
 from orchestration.assets import replay_key
 from orchestration.resources import SparkResource, WarehouseResource
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from engine.catalog import CatalogError, load_catalog
+from engine.catalog import load_catalog
 from engine.registry import family_of
+from engine.specs import CatalogError
 from jobs.settings import catalog_notice, load_settings
-from orchestration.assets import build_assets
 from orchestration.automation import build_jobs, build_sensor, nightly_schedule
+from orchestration.catalog_assets import build_assets
 from orchestration.checks import build_checks, build_standalone_check
 from orchestration.resources import default_resources
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from engine.catalog import QuerySpec
+from engine.specs import QuerySpec
 from orchestration.assets import replay_key, replay_metadata, replay_spec, segment_metadata
 from orchestration.resources import SparkResource, WarehouseResource
 

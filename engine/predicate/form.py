@@ -15,16 +15,20 @@ parsing, with SQL's three-valued rules (see ``parse.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import values as V
+import numpy as np
+import pandas as pd
+
+from .cells import comparable, in_set_mask, nulls, row_value
 from .render import render_atom
+from .values import ValueSet, contains, normalise
 
-if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
+#: A frame's column as compared by atoms: (values, where NULL), from (column name, type).
+Columns = Callable[[str, str], tuple[np.ndarray, np.ndarray]]
 
 
 class Pred:
@@ -47,14 +51,28 @@ class Pred:
         raise NotImplementedError
 
     def evaluate(self, frame: pd.DataFrame) -> np.ndarray:
-        """Vectorised: the numpy bool mask of the rows of ``frame`` that pass."""
-        from .evaluate import evaluate  # evaluate.py imports this module
-        return evaluate(self, frame)
+        """Vectorised: the numpy bool mask of the rows of ``frame`` that pass (a timestamp
+        column may hold datetimes of any unit or time zone, naive meaning UTC, or integer
+        microseconds)."""
+        cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def column(name: str, ctype: str) -> tuple[np.ndarray, np.ndarray]:
+            if name not in cache:
+                series = frame[name]
+                null = nulls(series)
+                cache[name] = (comparable(series, ctype, null), null)
+            return cache[name]
+
+        return self._mask(column, len(frame))
 
     def evaluate_row(self, row: dict[str, Any]) -> bool | None:
-        """Row at a time, three-valued: True, False or None (UNKNOWN); only True passes."""
-        from .evaluate import evaluate_row  # evaluate.py imports this module
-        return evaluate_row(self, row)
+        """Row at a time, three-valued (Kleene): True, False or None (UNKNOWN); only True
+        passes. A value-set atom on NULL is UNKNOWN, ``IS NULL`` is never UNKNOWN."""
+        raise NotImplementedError
+
+    def _mask(self, column: Columns, size: int) -> np.ndarray:
+        """The rows that pass, over ``size`` rows whose columns ``column`` gives."""
+        raise NotImplementedError
 
     def __str__(self) -> str:
         return self.sql
@@ -71,6 +89,12 @@ class Const(Pred):
     def columns(self) -> frozenset[str]:
         return frozenset()
 
+    def evaluate_row(self, row: dict[str, Any]) -> bool | None:
+        return self.value
+
+    def _mask(self, column: Columns, size: int) -> np.ndarray:
+        return np.full(size, self.value, dtype=bool)
+
 
 TRUE = Const(True)
 FALSE = Const(False)
@@ -82,7 +106,7 @@ class InSet(Pred):
 
     column: str
     ctype: str
-    values: V.ValueSet
+    values: ValueSet
 
     def _sql(self) -> str:
         return render_atom(self.column, self.ctype, self.values)
@@ -90,6 +114,13 @@ class InSet(Pred):
     @property
     def columns(self) -> frozenset[str]:
         return frozenset((self.column,))
+
+    def evaluate_row(self, row: dict[str, Any]) -> bool | None:
+        value = row_value(row[self.column], self.ctype)
+        return None if value is None else contains(self.values, value)
+
+    def _mask(self, column: Columns, size: int) -> np.ndarray:
+        return in_set_mask(*column(self.column, self.ctype), self.values)
 
 
 @dataclass(frozen=True, eq=True)
@@ -104,6 +135,12 @@ class IsNull(Pred):
     def columns(self) -> frozenset[str]:
         return frozenset((self.column,))
 
+    def evaluate_row(self, row: dict[str, Any]) -> bool | None:
+        return row_value(row[self.column], self.ctype) is None
+
+    def _mask(self, column: Columns, size: int) -> np.ndarray:
+        return column(self.column, self.ctype)[1].copy()
+
 
 @dataclass(frozen=True, eq=True)
 class Junction(Pred):
@@ -114,6 +151,19 @@ class Junction(Pred):
     @cached_property
     def columns(self) -> frozenset[str]:  # type: ignore[override]
         return frozenset().union(*(o.columns for o in self.operands))
+
+    def evaluate_row(self, row: dict[str, Any]) -> bool | None:
+        results = [o.evaluate_row(row) for o in self.operands]
+        decisive = isinstance(self, Or)  # True decides an OR, False decides an AND
+        if decisive in results:
+            return decisive
+        return None if None in results else not decisive
+
+    def _mask(self, column: Columns, size: int) -> np.ndarray:
+        if not self.operands:  # (an empty AND is TRUE, an empty OR FALSE)
+            return np.full(size, isinstance(self, And), dtype=bool)
+        reduce = np.logical_and if isinstance(self, And) else np.logical_or
+        return reduce.reduce([o._mask(column, size) for o in self.operands])
 
 
 @dataclass(frozen=True, eq=True)
@@ -128,9 +178,9 @@ class Or(Junction):
         return " OR ".join(f"({o.sql})" if isinstance(o, And) else o.sql for o in self.operands)
 
 
-def in_set(column: str, ctype: str, values: V.ValueSet) -> Pred:
+def in_set(column: str, ctype: str, values: ValueSet) -> Pred:
     """The atom ``column ∈ values`` (FALSE for the empty set)."""
-    values = V.normalise(ctype, values)
+    values = normalise(ctype, values)
     return InSet(column, ctype, values) if values else FALSE
 
 

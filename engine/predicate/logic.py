@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import values as V
 from .form import FALSE, TRUE, And, Const, InSet, IsNull, Junction, Or, Pred, in_set, sort_key
+from .values import FULL, intersect, subset, union
 
 #: Operand count above which absorption and box merging between operands are skipped (they
 #: are quadratic or worse); the result is still correct, only less simplified.
@@ -37,7 +37,7 @@ def _merge_atoms(operands: list[Pred], conjunction: bool) -> list[Pred] | Const:
             if old is None:
                 sets[p.column] = p
                 continue
-            combine = V.intersect if conjunction else V.union
+            combine = intersect if conjunction else union
             merged = in_set(p.column, p.ctype, combine(p.ctype, old.values, p.values))
             if merged == FALSE:
                 return FALSE
@@ -49,7 +49,7 @@ def _merge_atoms(operands: list[Pred], conjunction: bool) -> list[Pred] | Const:
     for column in nulls.keys() & sets.keys():
         if conjunction:
             return FALSE
-        if sets[column].values == V.FULL:
+        if sets[column].values == FULL:
             return TRUE
     return [*sets.values(), *nulls.values(), *rest]
 
@@ -98,7 +98,7 @@ def _merge_boxes(operands: list[Pred]) -> list[Pred]:
                 a, b = bi[differ[0]], bj[differ[0]]
                 if not (isinstance(a, InSet) and isinstance(b, InSet)):
                     continue
-                merged = in_set(a.column, a.ctype, V.union(a.ctype, a.values, b.values))
+                merged = in_set(a.column, a.ctype, union(a.ctype, a.values, b.values))
                 others = [bi[c] for c in bi if c != differ[0]]
                 operands = [o for k, o in enumerate(operands) if k not in (i, j)]
                 operands.append(conjoin(*others, merged))
@@ -165,5 +165,5 @@ def implies(p: Pred, q: Pred) -> bool:
     if isinstance(q, Or):
         return any(implies(p, o) for o in q.operands)
     if isinstance(p, InSet) and isinstance(q, InSet):
-        return p.column == q.column and V.subset(p.ctype, p.values, q.values)
+        return p.column == q.column and subset(p.ctype, p.values, q.values)
     return False

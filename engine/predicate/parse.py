@@ -17,9 +17,19 @@ import sqlglot.errors
 from sqlglot import exp
 
 from ..errors import RepriseError
-from . import values as V
 from .form import FALSE, TRUE, Pred, in_set, is_null
 from .logic import conjoin, disjoin
+from .values import (
+    FULL,
+    INT64_MAX,
+    INT64_MIN,
+    Interval,
+    ValueSet,
+    complement,
+    normalise,
+    point,
+    timestamp_us,
+)
 
 #: The deepest nesting of parentheses, NOT, AND/OR alternations a predicate may have.
 MAX_DEPTH = 48
@@ -88,7 +98,7 @@ class _Converter:
             name, ctype = self.column(node)
             if ctype != "bool":
                 raise PredicateError(f"column {name!r} has type {ctype}, it is not a condition")
-            return in_set(name, ctype, (V.point(not negated),))
+            return in_set(name, ctype, (point(not negated),))
         if isinstance(node, exp.Is):
             return self.is_test(node, negated)
         if type(node) in _COMPARISONS:
@@ -97,12 +107,12 @@ class _Converter:
             name, ctype = self.column(node.this, node)
             low, high = self.constant(node.args["low"], name, ctype), \
                 self.constant(node.args["high"], name, ctype)
-            return self.atom(name, ctype, [V.Interval(low, True, high, True)], negated)
+            return self.atom(name, ctype, [Interval(low, True, high, True)], negated)
         if isinstance(node, exp.In):
             if node.args.get("query") or node.args.get("unnest") or not node.expressions:
                 raise PredicateError(f"IN needs a list of constants: {node.sql()!r}")
             name, ctype = self.column(node.this, node)
-            points = [V.point(self.constant(e, name, ctype)) for e in node.expressions]
+            points = [point(self.constant(e, name, ctype)) for e in node.expressions]
             return self.atom(name, ctype, points, negated)
         raise PredicateError(f"unsupported {_describe(node)}: {node.sql()!r} (a condition "
                              "compares a column with constants, combined by AND, OR, NOT)")
@@ -151,9 +161,9 @@ class _Converter:
                                  "of a column with a constant are supported")
         name, ctype = self.column(left, node)
         c = self.constant(right, name, ctype)
-        interval = {"=": V.point(c), "<>": V.point(c),
-                    "<": V.Interval(None, True, c, False), "<=": V.Interval(None, True, c, True),
-                    ">": V.Interval(c, False, None, True), ">=": V.Interval(c, True, None, True)
+        interval = {"=": point(c), "<>": point(c),
+                    "<": Interval(None, True, c, False), "<=": Interval(None, True, c, True),
+                    ">": Interval(c, False, None, True), ">=": Interval(c, True, None, True)
                     }[op]
         return self.atom(name, ctype, [interval], negated != (op == "<>"))
 
@@ -161,19 +171,19 @@ class _Converter:
         name, ctype = self.column(node.this, node)
         target = node.expression
         if isinstance(target, exp.Null):
-            return in_set(name, ctype, V.FULL) if negated else is_null(name, ctype)
+            return in_set(name, ctype, FULL) if negated else is_null(name, ctype)
         if isinstance(target, exp.Boolean) and ctype == "bool":
-            hit = in_set(name, ctype, (V.point(bool(target.this)),))
+            hit = in_set(name, ctype, (point(bool(target.this)),))
             # IS TRUE is two-valued: NOT (x IS TRUE) holds for NULL too
-            miss = disjoin(is_null(name, ctype), in_set(name, ctype, (V.point(not target.this),)))
+            miss = disjoin(is_null(name, ctype), in_set(name, ctype, (point(not target.this),)))
             return miss if negated else hit
         raise PredicateError(f"IS takes NULL (or TRUE/FALSE for a bool column), got "
                              f"{node.sql()!r}")
 
     @staticmethod
-    def atom(name: str, ctype: str, intervals: list[V.Interval], negated: bool) -> Pred:
+    def atom(name: str, ctype: str, intervals: list[Interval], negated: bool) -> Pred:
         values = _discretise(ctype, intervals)
-        return in_set(name, ctype, V.complement(ctype, values) if negated else values)
+        return in_set(name, ctype, complement(ctype, values) if negated else values)
 
 
 def _chain(node: exp.Expression) -> list[exp.Expression]:
@@ -230,7 +240,7 @@ def _coerce(value: Any, name: str, ctype: str) -> Any:
             raise mismatch()
         if isinstance(value, float) and not math.isfinite(value):
             raise PredicateError(f"constant {value!r} for column {name!r} is not finite")
-        if ctype == "int" and not V.INT64_MIN <= value <= V.INT64_MAX:
+        if ctype == "int" and not INT64_MIN <= value <= INT64_MAX:
             raise PredicateError(f"constant {value!r} is out of range for int column {name!r}")
         return float(value) + 0.0 if ctype == "double" else value
     if ctype == "bool":
@@ -244,7 +254,7 @@ def _coerce(value: Any, name: str, ctype: str) -> Any:
             raise mismatch()
         return str(value)
     try:
-        return V.timestamp_us(value)
+        return timestamp_us(value)
     except (ValueError, OverflowError):
         raise PredicateError(f"constant {value!r} for timestamp column {name!r} is not an ISO "
                              "timestamp such as '2024-05-01 12:00:00' or "
@@ -258,10 +268,10 @@ def _kind_of(value: Any) -> str:
                                                                           type(value).__name__)
 
 
-def _discretise(ctype: str, intervals: list[V.Interval]) -> V.ValueSet:
+def _discretise(ctype: str, intervals: list[Interval]) -> ValueSet:
     """Bounds of an int column given as doubles, moved to the integers they admit."""
     if ctype != "int":
-        return V.normalise(ctype, intervals)
+        return normalise(ctype, intervals)
     fixed = []
     for iv in intervals:
         lo, lo_closed, hi, hi_closed = iv.lo, iv.lo_closed, iv.hi, iv.hi_closed
@@ -269,8 +279,8 @@ def _discretise(ctype: str, intervals: list[V.Interval]) -> V.ValueSet:
             lo, lo_closed = (int(lo), lo_closed) if lo.is_integer() else (math.ceil(lo), True)
         if isinstance(hi, float):
             hi, hi_closed = (int(hi), hi_closed) if hi.is_integer() else (math.floor(hi), True)
-        fixed.append(V.Interval(lo, lo_closed, hi, hi_closed))
-    return V.normalise(ctype, fixed)
+        fixed.append(Interval(lo, lo_closed, hi, hi_closed))
+    return normalise(ctype, fixed)
 
 
 def _describe(node: exp.Expression) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from . import values as V
+from .values import FULL, Interval, ValueSet, complement, timestamp_text
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -37,11 +37,11 @@ def literal_sql(ctype: str, value: Any) -> str:
         return str(int(value))
     if ctype == "double":
         return repr(float(value))
-    text = V.timestamp_text(value) if ctype == "timestamp" else value
+    text = timestamp_text(value) if ctype == "timestamp" else value
     return "'" + text.replace("'", "''") + "'"
 
 
-def _range_sql(col: str, ctype: str, iv: V.Interval) -> str:
+def _range_sql(col: str, ctype: str, iv: Interval) -> str:
     lo = None if iv.lo is None else literal_sql(ctype, iv.lo)
     hi = None if iv.hi is None else literal_sql(ctype, iv.hi)
     if lo is None:
@@ -61,16 +61,16 @@ def _points_sql(col: str, ctype: str, points: list[Any], negated: bool) -> str:
     return f"{col} {'NOT IN' if negated else 'IN'} ({listed})"
 
 
-def render_atom(column: str, ctype: str, values: V.ValueSet | None) -> str:
+def render_atom(column: str, ctype: str, values: ValueSet | None) -> str:
     """SQL text of ``column IS NULL`` (``values`` None) or of ``column ∈ values``."""
     col = column_sql(column)
     if values is None:
         return f"{col} IS NULL"
-    if values == V.FULL:
+    if values == FULL:
         return f"{col} IS NOT NULL"
     if all(iv.is_point for iv in values):
         return _points_sql(col, ctype, [iv.lo for iv in values], negated=False)
-    rest = V.complement(ctype, values)
+    rest = complement(ctype, values)
     if rest and all(iv.is_point for iv in rest):
         return _points_sql(col, ctype, [iv.lo for iv in rest], negated=True)
     points = [iv.lo for iv in values if iv.is_point]

@@ -4,7 +4,7 @@ See ``engine/qre/README.md`` for the textual syntax.
 """
 
 from ..expr.values import UNIT
-from .build import apply, atom, bottom, choice, combine, eps, iterate, split
+from .build import apply, atom, bottom, combine, eps, iterate, split
 from .compiled import CompiledEvaluator, CompiledState
 from .derivative import DerivativeEvaluator, DerivativeState
 from .errors import EvaluationError, MissingFieldError, QREError, QRESyntaxError, QRETypeError
@@ -16,7 +16,7 @@ from .kernel_states import KernelStates
 from .reference import reference, reference_multiset, reference_poly
 from .strong import strongly_typed
 from .sugar import any_items, average, count, plus, suffix, total
-from .terms import Term
+from .terms import Term, choice
 from .text import parse
 from .values import Failure, Outcome
 

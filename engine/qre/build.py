@@ -1,7 +1,8 @@
 """The public combinators: build terms, type-check them and reject ill-formed ones.
 
-A query is at most :data:`MAX_DEPTH` constructs deep (each ``|`` of a chain of choices is one);
-deeper is a ``QRETypeError``, so no evaluator or check can exceed Python's recursion limit.
+A query is at most :data:`~engine.qre.terms.MAX_DEPTH` constructs deep (each ``|`` of a chain of
+choices is one); deeper is a ``QRETypeError``, so no evaluator or check can exceed Python's
+recursion limit.
 """
 
 from __future__ import annotations
@@ -11,26 +12,22 @@ from typing import Any
 
 from .errors import QRETypeError
 from .ops import Op, Pred, as_item_op, as_op, as_pred
-from .terms import Apply, Atom, Bottom, Choice, Combine, Eps, Iter, Split, Term
+from .terms import (
+    Apply,
+    Atom,
+    Bottom,
+    Combine,
+    Eps,
+    Iter,
+    Split,
+    Term,
+    check_terms,
+    typed,
+)
 from .types import ANY, Type, join, show, type_of
 
 PredLike = str | Callable[[Any], Any] | Pred
 OpLike = str | Callable[..., Any] | Op
-MAX_DEPTH = 100
-
-
-def _typed(term: Term, kind: Type) -> Term:
-    if term.depth > MAX_DEPTH:
-        raise QRETypeError(f"the query is more than {MAX_DEPTH} constructs deep (each choice "
-                           "'|' of a chain counts as one)")
-    term.type = kind
-    return term
-
-
-def _check(*terms: Any) -> None:
-    for term in terms:
-        if not isinstance(term, Term):
-            raise QRETypeError(f"expected a query, got {term!r}")
 
 
 def _op_type(op: Op, args: tuple[Type | None, ...], where: str) -> Type:
@@ -42,28 +39,18 @@ def _op_type(op: Op, args: tuple[Type | None, ...], where: str) -> Type:
 
 def bottom() -> Term:
     """The query that is undefined on every stream."""
-    return _typed(Bottom(), ANY)
+    return typed(Bottom(), ANY)
 
 
 def eps(c: Any) -> Term:
     """Maps the empty stream to ``c``."""
-    return _typed(Eps(c), type_of(c))
+    return typed(Eps(c), type_of(c))
 
 
 def atom(pred: PredLike, op: OpLike) -> Term:
     """Matches one item ``d`` with ``pred(d)`` and outputs ``op(d)``."""
     term = Atom(as_pred(pred), as_item_op(op))
-    return _typed(term, _op_type(term.op, (ANY,), str(term)))
-
-
-def choice(f: Term, g: Term) -> Term:
-    """Nondeterministic choice ``f | g``: both parses count."""
-    _check(f, g)
-    kind = join(f.type or ANY, g.type or ANY)
-    if kind is None:
-        raise QRETypeError(f"the branches of ({f} | {g}) have different types: {f} has type "
-                           f"{show(f.type or ANY)} but {g} has type {show(g.type or ANY)}")
-    return _typed(Choice(f, g), kind)
+    return typed(term, _op_type(term.op, (ANY,), str(term)))
 
 
 def split(f: Term, g: Term, op: OpLike) -> Term:
@@ -73,7 +60,7 @@ def split(f: Term, g: Term, op: OpLike) -> Term:
 
 def iterate(init: Term, body: Term, op: OpLike) -> Term:
     """``w = u v1..vn``: fold ``op`` over ``body(vi)`` from ``init(u)``; body must reject ε."""
-    _check(init, body)
+    check_terms(init, body)
     fn = as_op(op, 2)
     where = f"iter({init}, {body}, {fn})"
     if body.outs:
@@ -84,15 +71,15 @@ def iterate(init: Term, body: Term, op: OpLike) -> Term:
     if kind is None:
         raise QRETypeError(f"in {where}: the fold operation returns {show(result)} but the "
                            f"accumulator {init} has type {show(init.type or ANY)}")
-    return _typed(Iter(init, body, fn), kind)
+    return typed(Iter(init, body, fn), kind)
 
 
 def apply(f: Term, op: OpLike) -> Term:
     """Post-processes the output: ``op(f(w))``."""
-    _check(f)
+    check_terms(f)
     fn = as_op(op, 1)
     kind = _op_type(fn, (f.type,), f"apply({f}, {fn})")
-    return _typed(Apply(f, fn), kind)
+    return typed(Apply(f, fn), kind)
 
 
 def combine(f: Term, g: Term, op: OpLike) -> Term:
@@ -102,7 +89,7 @@ def combine(f: Term, g: Term, op: OpLike) -> Term:
 
 def _binary(cls: type[Split] | type[Combine], f: Term, g: Term, op: OpLike) -> Term:
     """Build and type a split or combine of ``f`` and ``g`` joined by ``op``."""
-    _check(f, g)
+    check_terms(f, g)
     fn = as_op(op, 2)
     kind = _op_type(fn, (f.type, g.type), f"{cls.name}({f}, {g}, {fn})")
-    return _typed(cls(f, g, fn), kind)
+    return typed(cls(f, g, fn), kind)

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..catalog import QuerySpec, RecordingSpec
 from ..family import QueryFamily, Reference
 from ..operator import KeyedOperator
+from ..specs import QuerySpec, RecordingSpec
 from .keyed import QreOperator
 from .query_spec import QreSpec, parse_qre_query
 from .stream_reference import qre_reference

@@ -31,10 +31,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..catalog import COLUMN_TYPES
 from ..lateness import late_reasons, late_split
 from ..operator import REASON, SEQ, TIME, KeyedOperator, StateCodec, StepResult
 from ..ordering import END_OF_INPUT, NO_TIME, in_order, order_by_code
+from ..specs import COLUMN_TYPES
 from .dispatch import EMITTED, Released, RunEvaluator, json_of, value_of
 from .events import (
     Events,

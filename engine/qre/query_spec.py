@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog import CatalogError, QuerySpec, RecordingSpec
+from ..specs import CatalogError, QuerySpec, RecordingSpec
 from .errors import QREError
 from .item_checks import COLUMN_VALUE_TYPES, atoms_of
 from .terms import Term

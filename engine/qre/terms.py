@@ -4,17 +4,20 @@ Terms are immutable. Each node caches, at construction, ``outs`` = E(node) (the 
 outputs on the empty stream, as a tuple; an operation that fails gives a ``Failure`` value, it
 never raises), ``rate`` (an interned structural key of its rate that ignores values and ops but
 keeps predicate identity), ``size``, ``depth`` and the item ``fields`` read anywhere below it.
-These constructors do no checking: see ``build`` for the public API.
+These constructors do no checking: see ``build`` for the public API (the checked choice,
+which ``|`` builds, is here).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import MissingFieldError
+from .errors import MissingFieldError, QRETypeError
 from .ops import Op, Pred
-from .types import Type
+from .types import ANY, Type, join, show
 
+#: The most constructs a query may nest (each ``|`` of a chain of choices is one).
+MAX_DEPTH = 100
 RateTerm = tuple[Any, ...]
 _RATE_IDS: dict[RateTerm, int] = {}
 RATE_TERMS: list[RateTerm] = []
@@ -61,8 +64,6 @@ class Term:
         self.rate = self._rate()
 
     def __or__(self, other: Term) -> Term:
-        from .build import choice
-
         return choice(self, other)
 
 
@@ -239,3 +240,29 @@ def check_item(term: Term, item: Any) -> None:
             item[name]
         except (KeyError, TypeError, IndexError):
             raise MissingFieldError(name, item) from None
+
+
+def typed(term: Term, kind: Type) -> Term:
+    """``term`` with its type ``kind``; a term deeper than :data:`MAX_DEPTH` is refused."""
+    if term.depth > MAX_DEPTH:
+        raise QRETypeError(f"the query is more than {MAX_DEPTH} constructs deep (each choice "
+                           "'|' of a chain counts as one)")
+    term.type = kind
+    return term
+
+
+def check_terms(*terms: Any) -> None:
+    """Refuse an argument that is not a query."""
+    for term in terms:
+        if not isinstance(term, Term):
+            raise QRETypeError(f"expected a query, got {term!r}")
+
+
+def choice(f: Term, g: Term) -> Term:
+    """Nondeterministic choice ``f | g``: both parses count."""
+    check_terms(f, g)
+    kind = join(f.type or ANY, g.type or ANY)
+    if kind is None:
+        raise QRETypeError(f"the branches of ({f} | {g}) have different types: {f} has type "
+                           f"{show(f.type or ANY)} but {g} has type {show(g.type or ANY)}")
+    return typed(Choice(f, g), kind)

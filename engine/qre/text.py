@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..expr.lexer import Token, TokenStream, tokenize
-from . import build, sugar
+from .build import apply, atom, bottom, combine, eps, iterate, split
 from .errors import QRESyntaxError, QRETypeError
 from .expr import Expr, item_expr
 from .ops import (
@@ -21,7 +21,8 @@ from .ops import (
     op_from_stream,
     pred_from_expr,
 )
-from .terms import Term
+from .sugar import any_items, average, count, plus, suffix, total
+from .terms import Term, choice
 
 MAX_NESTING = 50
 _KEYWORDS = frozenset({"let", "in", "bottom", "eps", "atom", "split", "iter", "apply", "combine",
@@ -62,7 +63,7 @@ class _Parser:
         result = self.primary()
         while self.s.accept("|"):
             right = self.primary()
-            result = self._build(tok, lambda r=right, left=result: build.choice(left, r))
+            result = self._build(tok, lambda r=right, left=result: choice(left, r))
         return result
 
     def _let(self) -> Term:
@@ -117,9 +118,9 @@ class _Parser:
         self.s.next()
         word = tok.text
         if word == "bottom":
-            return build.bottom()
+            return bottom()
         if word == "any":
-            return sugar.any_items()
+            return any_items()
         if word in _FORMS:
             kinds, make = _FORMS[word]
             self.s.expect("(")
@@ -168,15 +169,15 @@ class _Parser:
 
 
 _FORMS: dict[str, tuple[tuple[str, ...], Callable[..., Term]]] = {
-    "eps": (("value",), build.eps),
-    "atom": (("pred", "item"), build.atom),
-    "split": (("q", "q", "op"), build.split),
-    "iter": (("q", "q", "op"), build.iterate),
-    "apply": (("q", "op"), build.apply),
-    "combine": (("q", "q", "op"), build.combine),
-    "count": (("pred",), sugar.count),
-    "sum": (("pred", "item"), sugar.total),
-    "avg": (("pred", "item"), sugar.average),
-    "plus": (("pred", "item", "op"), sugar.plus),
-    "last": (("q",), sugar.suffix),
+    "eps": (("value",), eps),
+    "atom": (("pred", "item"), atom),
+    "split": (("q", "q", "op"), split),
+    "iter": (("q", "q", "op"), iterate),
+    "apply": (("q", "op"), apply),
+    "combine": (("q", "q", "op"), combine),
+    "count": (("pred",), count),
+    "sum": (("pred", "item"), total),
+    "avg": (("pred", "item"), average),
+    "plus": (("pred", "item", "op"), plus),
+    "last": (("q",), suffix),
 }

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..catalog import COLUMN_TYPES
 from ..frames import take, values
 from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
 from ..ordering import in_order
+from ..specs import COLUMN_TYPES
 from .spec import ARRIVAL, SelectSpec
 
 

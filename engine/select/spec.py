@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import CatalogError, QuerySpec, RecordingSpec
+from ..specs import CatalogError, QuerySpec, RecordingSpec
 
 #: The output column that carries an event's arrival sequence number (it identifies the row).
 ARRIVAL = "arrival_seq"

@@ -1,19 +1,45 @@
 """The cost model: estimated work, in row operations, of a cluster, of a pane group and of a
-query standing alone (the formulas are documented in ``engine/sharing/README.md``).
+query standing alone (the formulas are documented in ``engine/sharing/README.md``), and the
+estimated time, in microseconds, of a query's step in a shared job (:class:`StepWork`, which
+the runner balances its parts by).
 
-Units: reading one column of one row is 1; evaluating one predicate atom (one interval of a
-value set, or IS NULL) on one row is 1; a row entering a residual, a query's operator or a
-pane's partial states is 1; one pane (or slice) emitted per key is 1 and merging one pane into
-one window is 1.
+Units of the planner's costs: reading one column of one row is 1; evaluating one predicate atom
+(one interval of a value set, or IS NULL) on one row is 1; a row entering a residual, a query's
+operator or a pane's partial states is 1; one pane (or slice) emitted per key is 1 and merging
+one pane into one window is 1.
+
+The weights of :class:`StepWork` are microseconds per unit on the development machine, fitted
+to the shared benchmark's 32 queries timed one by one; only their ratios matter.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import gcd
 
 from ..predicate import And, Const, InSet, Or, Pred
 from .stats import Statistics
-from .view import SharingView
+from .view import PANE_KINDS, SharingView, WindowView
+
+#: A query's steps and files over a group of batches, whatever its rows.
+MEMBER_US = 35_000.0
+#: An event entering an operator (a window's late split and slice partials: once per pane
+#: group; any other operator's step).
+EVENT_US = 0.3
+#: A window emitted: assembled from its slices, closed and written.
+WINDOW_US = 0.5
+#: A value written by a select (per row: its columns plus two).
+VALUE_US = 0.02
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """The estimated time (µs) of one query's step in a shared job, besides
+    :data:`MEMBER_US`: ``events``, the work on the events entering it (done once for all the
+    members of a pane group), and ``output``, the work on what it emits."""
+
+    events: float
+    output: float = 0.0
 
 
 def atoms(pred: Pred) -> int:
@@ -27,13 +53,31 @@ def atoms(pred: Pred) -> int:
     return 1
 
 
+def extent_per_key(w: WindowView, keys: float, rows_in: float, stats: Statistics) -> float:
+    """What one key's windows cover: the recording's event-time span (time windows, in
+    microseconds) or the key's share of the ``rows_in`` events (count windows)."""
+    return stats.span(w.time) if w.kind == "time" else rows_in / keys
+
+
+def windows_emitted(view: SharingView, rows: float, stats: Statistics) -> float:
+    """The windows ``view`` emits over ``rows`` entering events: per key, its extent over the
+    slide (:func:`extent_per_key`), never more than the events (a sparse stream leaves most
+    windows empty); a window that is not made of panes (a session) counts one per event."""
+    w = view.window
+    assert w is not None
+    if w.kind not in PANE_KINDS:
+        return rows
+    keys = stats.key_count(view.key)
+    return min(rows, keys * extent_per_key(w, keys, rows, stats) / w.slide)
+
+
 def window_work(view: SharingView, pane: int, rows_in: float, stats: Statistics) -> float:
     """Assembling ``view``'s windows from panes of ``pane`` units over ``rows_in`` rows: the
     panes each key emits plus the panes merged into each window."""
     w = view.window
     assert w is not None
     keys = stats.key_count(view.key)
-    extent = stats.span(w.time) if w.kind == "time" else rows_in / keys  # per key
+    extent = extent_per_key(w, keys, rows_in, stats)
     windows = keys * extent / w.slide
     return keys * extent / pane + windows * (w.size / pane)
 
@@ -60,7 +104,7 @@ def pane_group_cost(members: list[SharingView], pane: int, rows_in: float,
     keys = stats.key_count(first.key)
     w = first.window
     assert w is not None
-    extent = stats.span(w.time) if w.kind == "time" else rows_in / keys
+    extent = extent_per_key(w, keys, rows_in, stats)
     merges = sum(keys * extent / m.window.slide * (m.window.size / pane)  # type: ignore[union-attr]
                  for m in members)
     return rows_in + keys * extent / pane + merges

@@ -4,7 +4,6 @@ see :meth:`engine.family.QueryFamily.sharing_view`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..predicate import TRUE, Pred
 
@@ -90,19 +89,3 @@ class SharingView:
     @property
     def states(self) -> frozenset[str]:
         return frozenset(s for a in self.aggregates for s in a.states)
-
-
-def window_view(spec: Any, time: str) -> tuple[WindowView, tuple[AggregateView, ...]]:
-    """The window and aggregates of a window family's spec (``engine.windows.spec.WindowSpec``)
-    as the planner sees them: tumbling and sliding windows are time windows, count windows
-    count windows, sessions ``other``; user-declared aggregates are holistic here."""
-    if spec.kind in ("tumbling", "sliding"):
-        shape = WindowView("time", spec.size_us, spec.slide, time, spec.lateness_us, spec.emit)
-    elif spec.kind == "count":
-        shape = WindowView("count", spec.size_events, spec.every_events, time, spec.lateness_us,
-                           spec.emit)
-    else:
-        shape = WindowView("other", spec.gap_us, spec.gap_us, time, spec.lateness_us, spec.emit)
-    aggregates = tuple(AggregateView(a.name, a.fn if spec.udaf(a.fn) is None else f"udaf:{a.fn}",
-                                     a.column) for a in spec.aggregates)
-    return shape, aggregates

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..catalog import CatalogError, QuerySpec, RecordingSpec
-from ..family import QueryFamily, Reference
+from ..family import InputMerge, QueryFamily, Reference
 from ..operator import KeyedOperator
-from .inputs import merged_recording
+from ..specs import CatalogError, QuerySpec, RecordingSpec
+from .inputs import input_merge, merged_recording
 from .settings import spj_schemas, spj_settings
 from .stream import SpjOperator
 
@@ -25,6 +25,11 @@ class SpjFamily(QueryFamily):
     def input_recording(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                         ) -> RecordingSpec:
         return merged_recording(query, recordings)
+
+    def input_merge(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                    ) -> InputMerge:
+        """The recordings merged by event time, then stream order (:mod:`engine.spj.inputs`)."""
+        return input_merge(query, recordings)
 
     def parse(self, query: QuerySpec, recording: RecordingSpec
               ) -> tuple[str, dict[str, str] | None, bool]:

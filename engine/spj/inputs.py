@@ -10,7 +10,8 @@ all its streams, so the whole query is one key of the keyed runner.
 
 from __future__ import annotations
 
-from .. import catalog as cat
+from ..family import InputMerge, MergedStream
+from ..specs import QuerySpec, RecordingSpec
 
 STREAM = "stream"
 EVENT_TIME = "event_time"
@@ -22,13 +23,22 @@ def column_name(stream: str, column: str) -> str:
     return f"{stream}__{column}"
 
 
-def merged_recording(query: cat.QuerySpec, recordings: dict[str, cat.RecordingSpec]
-                     ) -> cat.RecordingSpec:
+def merged_recording(query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> RecordingSpec:
     """The recording spec of ``query``'s merged input (see the module docstring)."""
     columns = {PARTITION: "int", STREAM: "string", EVENT_TIME: "timestamp"}
     for stream, name in query.inputs.items():
         for column, typ in recordings[name].columns.items():
             columns[column_name(stream, column)] = typ
-    return cat.RecordingSpec(name=f"{query.name}__merged", columns=columns, key=PARTITION,
+    return RecordingSpec(name=f"{query.name}__merged", columns=columns, key=PARTITION,
                              time=EVENT_TIME, description=f"merged input of {query.name}",
                              source=query.source)
+
+
+def input_merge(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> InputMerge:
+    """How the runner builds ``query``'s merged input (see the module docstring)."""
+    streams = tuple(MergedStream(stream, name, {c: column_name(stream, c)
+                                                for c in recordings[name].columns})
+                    for stream, name in query.inputs.items())
+    return InputMerge(streams, stream_column=STREAM, time_column=EVENT_TIME,
+                      key_column=PARTITION)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import CatalogError, QuerySpec, RecordingSpec
+from ..specs import CatalogError, QuerySpec, RecordingSpec
 
 
 def spj_settings(query: QuerySpec) -> tuple[str, dict[str, str] | None, bool]:

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..catalog import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
 from ..operator import REASON, SEQ, KeyedOperator, StateCodec, StepResult
+from ..specs import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec
 from .errors import SpjError, SpjUnbounded
 from .executor import SpjExecutor
 from .inputs import PARTITION, STREAM, column_name

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..catalog import COLUMN_TYPES
 from ..errors import RepriseError
 from ..lateness import isos
 from ..operator import SEQ, TIME, KeyedOperator
 from ..ordering import in_order
+from ..specs import COLUMN_TYPES
 from .aggregates import OutOfRange, Plan
 from .segments import Columns
 from .spec import WindowSpec

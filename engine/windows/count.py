@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..catalog import COLUMN_TYPES
 from ..lateness import Marks, split_batch
 from ..operator import SEQ, TIME, StateCodec, StepResult, exact_pandas
 from ..ordering import END_OF_INPUT
+from ..specs import COLUMN_TYPES
 from .base import WindowOperator
 from .event_values import arrow_type, raw_values
 from .segments import Segments, key_sections

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..catalog import GLOBAL_KEY, QuerySpec, RecordingSpec
-from ..family import QueryFamily, Reference
+from ..family import QueryFamily, Reference, SharedPanes
 from ..operator import KeyedOperator
 from ..predicate import TRUE
-from ..sharing.view import SharingView, window_view
+from ..sharing import PaneGroup, SharingView, Statistics
+from ..sharing.cost import StepWork
+from ..specs import GLOBAL_KEY, QuerySpec, RecordingSpec
 from .count import CountWindow
 from .having import HavingOperator
+from .query_block import parse_window_query
 from .reference import window_reference, window_updates_reference
 from .session import SessionWindow
+from .sharing import share_panes, window_step_work, window_view
 from .sliding import SlidingWindow
-from .spec import WindowSpec, parse_window_query
+from .spec import WindowSpec
 from .tumbling import TumblingWindow
 
 #: Window type of the spec -> its operator.
@@ -79,6 +82,15 @@ class WindowFamily(QueryFamily):
         return SharingView(query.name, columns, query.where or TRUE, window=shape,
                            key=None if spec.key == GLOBAL_KEY else spec.key,
                            aggregates=aggregates, having=spec.having, recording=query.input)
+
+    def share_panes(self, group: PaneGroup, operators: dict[str, KeyedOperator]
+                    ) -> dict[str, SharedPanes]:
+        """The tumbling and sliding windows of a time pane group whose partials merge exactly
+        share one :class:`~engine.windows.pane_share.PaneShare`."""
+        return dict(share_panes(group, operators))
+
+    def step_work(self, view: SharingView, rows: float, stats: Statistics) -> StepWork:
+        return window_step_work(view, rows, stats)
 
 
 FAMILY = WindowFamily()

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import hll
 from .event_values import arrow_type, column_values, typed_values, valid
+from .hll import RANK_BITS, dedupe, entries, estimate, histogram
 from .partials import Partial
 from .segments import Columns, Segments, flatten, list_windows, split
 
@@ -173,13 +173,13 @@ class Sketch(ListPartial):
     def _normalise(self, values: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         order = np.lexsort((values, group))
         values, group = values[order], group[order]
-        keep = hll.dedupe(values, group)
+        keep = dedupe(values, group)
         return values[keep], group[keep]
 
     def of_events(self, events: pd.DataFrame, seg: Segments) -> Columns:
         values = column_values(events, self.column, self.typ)  # ints hash as their float
         values, group = self._sorted_events(values, valid(values), seg)
-        return {self.name: self._lists(hll.entries(values), group, seg.count)}
+        return {self.name: self._lists(entries(values), group, seg.count)}
 
     def window(self, parts: Columns, cells: np.ndarray, total: int, pos: np.ndarray,
                width: int) -> Columns:
@@ -187,7 +187,7 @@ class Sketch(ListPartial):
         flat, chunks = list_windows(parts[self.name], cells, total, pos, width, "int64")
         for windows, index, counts in chunks:
             wid = np.repeat(np.arange(len(windows)), counts)
-            entries, wid = self._normalise(flat[index], wid)
-            ranks = entries & ((1 << hll.RANK_BITS) - 1)
-            out[windows] = hll.estimate(hll.histogram(ranks, wid, len(windows)))
+            sketch, wid = self._normalise(flat[index], wid)
+            ranks = sketch & ((1 << RANK_BITS) - 1)
+            out[windows] = estimate(histogram(ranks, wid, len(windows)))
         return {self.estimate_key: out}

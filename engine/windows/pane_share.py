@@ -82,6 +82,10 @@ class PaneShare:
         """Forget the batches seen (a worker starts a new bucket)."""
         self._done.clear()
 
+    def member(self, op: KeyedOperator) -> KeyedOperator:
+        """``op`` with its window fed from these panes (:func:`with_share`)."""
+        return with_share(op, self)
+
     def arrivals(self, batch: pd.DataFrame, prior: Marks) -> tuple[Arrivals, Columns]:
         """The late split of ``batch`` after ``prior`` and its on-time events' pane partials."""
         seq = batch[SEQ].to_numpy(dtype="int64")

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..operator import SEQ, TIME
-from . import hll
 from .base import WindowOverflowError
+from .hll import registers_estimate
 from .spec import Aggregate, WindowSpec
 
 #: The int64 range: an int sum outside it is an error (:class:`WindowOverflowError`).
@@ -81,7 +81,7 @@ def _value(agg: Aggregate, members: list[Member], spec: WindowSpec) -> object:
         return len(set(values))
     if fn == "approx_count_distinct":
         dtype = object if spec.value_types[col] == "string" else "float64"
-        return int(np.rint(hll.registers_estimate(np.array(values, dtype=dtype))))
+        return int(np.rint(registers_estimate(np.array(values, dtype=dtype))))
     if fn in ("argmin", "argmax"):
         sign = 1 if fn == "argmin" else -1
         ranked = [(sign * row[agg.by], t, s, row[col]) for t, s, row in present

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..catalog import COLUMN_TYPES
 from ..lateness import Arrivals, Marks, split_batch
 from ..operator import REASON, TIME, StateCodec, StepResult
 from ..ordering import order_by_code
+from ..specs import COLUMN_TYPES
 from .base import WindowOperator
 from .partials import Partial
 from .segments import Columns, Segments, take

@@ -1,5 +1,4 @@
-"""``reprise analyze``: the bounded-memory verdict of an SPJ query (registered on the
-``reprise`` app by :mod:`jobs.cli.app`)."""
+"""``reprise analyze``: the bounded-memory verdict of an SPJ query."""
 
 from __future__ import annotations
 
@@ -9,11 +8,12 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import UsageError  # (typer's own click)
 
-from jobs.cli.app import Catalog_, _catalog, _fail, app, console
+from jobs.cli.command_context import catalog_of
+from jobs.cli.options import Catalog_
+from jobs.cli.output import console, fail
 from jobs.settings import load_settings
 
 
-@app.command()
 def analyze(
     ctx: typer.Context,
     sql: Annotated[str | None, typer.Argument(help="SELECT ... FROM ... WHERE ... query")] = None,
@@ -36,11 +36,11 @@ def analyze(
     if query is not None and (sql is not None or schema):
         raise UsageError("give either a SQL query with --schema or --query NAME, not both", ctx)
     if query is not None:
-        from engine.catalog import CatalogError
+        from engine.specs import CatalogError
         from engine.spj import SpjError
         from engine.spj.family import analysis_inputs
 
-        cat = _catalog(load_settings(), catalog)
+        cat = catalog_of(load_settings(), catalog)
         spec = cat.query(query)
         sql, schemas, stamps = analysis_inputs(spec, cat.recordings)
         try:
@@ -75,16 +75,16 @@ def _cli_schemas(schema: list[str], timestamp: list[str]
         m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)"
                          r"\s*\)\s*", text)
         if not m:
-            _fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
+            fail(f"--schema {text!r}: expected NAME(ATTR, ...), e.g. \"S(A,B,C)\"")
         attributes = [a.strip() for a in m.group(2).split(",")]
         if m.group(1) in schemas or len(set(attributes)) < len(attributes):
-            _fail(f"--schema {text!r}: stream {m.group(1)} or one of its attributes is given "
+            fail(f"--schema {text!r}: stream {m.group(1)} or one of its attributes is given "
                   "twice")
         schemas[m.group(1)] = attributes
     stamps = {}
     for text in timestamp:
         stream, dot, attr = text.partition(".")
         if not dot or not attr:
-            _fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
+            fail(f"--timestamp {text!r}: expected STREAM.ATTRIBUTE, e.g. \"S.ts\"")
         stamps[stream] = attr
     return schemas, stamps

@@ -7,14 +7,19 @@ commit order, rows in file order), and ``__t``, its event time in microseconds.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from engine import batch_plans as plans
 from engine.catalog import reads_history
 from engine.operator import SEQ, TIME
-from jobs.runs import batch_plans as plans
+from engine.specs import BatchSpec
+from jobs.execution.direct_exchange import read_range
 from jobs.storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage
 
 
@@ -63,3 +68,23 @@ def sequenced(storage: DeltaStorage, path: str, version: int, index: list[dict],
     if any(f["offset"] < lo or f["offset"] + f["rows"] > hi for f in files):
         df = df.where((F.col(SEQ) >= lo) & (F.col(SEQ) < hi))  # a file straddles a cut
     return df.withColumn(TIME, F.unix_micros(F.col(time_column)))
+
+
+def resolve_cuts(spec: BatchSpec, files: list[plans.InputFile], time_column: str) -> list[int]:
+    """Cut points of a batch plan over the pinned input (``files``): see
+    :func:`engine.batch_plans.resolve_cuts`; a plan by time reads the events' times."""
+    return plans.resolve_cuts(spec, files, lambda: event_times(files, time_column))
+
+
+def event_times(files: list[plans.InputFile], time_column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(event time in microseconds, arrival sequence) of the input's events that have a time,
+    read with pyarrow (no Spark session needed: a small replay never starts one)."""
+    times, seqs = [np.empty(0, "int64")], [np.empty(0, "int64")]
+    total = sum(f.rows for f in files)
+    for table, seq in read_range([asdict(f) for f in files], [time_column], [], 0, total):
+        column = table.column(time_column)
+        micros = column.cast(pa.timestamp("us", getattr(column.type, "tz", None))).cast(pa.int64())
+        valid = micros.is_valid().to_numpy(zero_copy_only=False)
+        times.append(micros.fill_null(0).to_numpy()[valid])
+        seqs.append(seq[valid])
+    return np.concatenate(times), np.concatenate(seqs)

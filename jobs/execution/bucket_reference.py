@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from engine.family import Reference
 from engine.operator import SEQ, TIME
-from jobs.execution.keyed_steps import BUCKET, bucketed
+from jobs.execution.bucketing import BUCKET, bucketed
 
 RESULT_SCHEMA = ("events long, late array<long>, rejected array<long>, "
                  "unplaceable array<long>, output binary")

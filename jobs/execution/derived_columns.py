@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from engine.derive import DerivedProgram, Unsupported, compile_derived
 from engine.errors import RepriseError
 from engine.operator import SEQ, exact_pandas
+from jobs.execution.key_codes import arrow_key_codes
 from jobs.runs.run_context import RunContext
 
 
@@ -117,17 +118,11 @@ def _out_of_order(files: list[dict], key: str, column: str) -> str | None:
 
 
 def _key_codes(keys: pa.ChunkedArray) -> np.ndarray:
-    """A number per value of a key column, equal for equal keys (nulls being one key); a text
-    key comes dictionary-encoded (its codes are then the dictionary's indices, the smallest
-    integer type that holds them, so that the sort by code is a radix sort)."""
-    if not pa.types.is_dictionary(keys.type):
-        return pd.factorize(keys.to_numpy(zero_copy_only=False).astype(object),
-                            use_na_sentinel=False)[0]
-    encoded = keys.unify_dictionaries().combine_chunks() if keys.num_chunks else \
-        pa.array([], keys.type)
-    size = len(encoded.dictionary) + 1  # nulls: the code after the dictionary's
-    codes = encoded.indices.fill_null(size - 1).to_numpy()
-    return codes.astype(np.min_scalar_type(size))
+    """A number per value of a key column, equal for equal keys (nulls being one key; see
+    :func:`~jobs.execution.key_codes.arrow_key_codes`), in the smallest integer type that holds
+    them, so that the sort by code is a radix sort."""
+    codes, distinct = arrow_key_codes(keys)
+    return codes.astype(np.min_scalar_type(len(distinct) + 1))
 
 
 def exchange_for(ctx: RunContext, requested: str, files: list[dict]) -> str:

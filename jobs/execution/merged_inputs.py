@@ -1,7 +1,8 @@
-"""Materialise the merged input of a multi-stream (SPJ) query as a Delta table of its run.
+"""Materialise the merged input of a multi-input query as a Delta table of its run.
 
-The merge order is defined in :mod:`engine.spj.inputs`; writing it once, with the run, pins the
-arrival sequence every batch plan, resume and validation of the run refer to.
+The query's family says how its recordings merge (:meth:`engine.family.QueryFamily.input_merge`:
+the order, the stream and time columns, each column's merged name); writing the merge once, with
+the run, pins the arrival sequence every batch plan, resume and validation of the run refer to.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.catalog import Catalog, QuerySpec, RecordingSpec
+from engine.catalog import Catalog
+from engine.family import InputMerge, MergedStream
 from engine.operator import SEQ
-from engine.spj.inputs import EVENT_TIME, PARTITION, STREAM, column_name
+from engine.registry import family_of
+from engine.specs import QuerySpec, RecordingSpec
 from jobs.execution.arrival import SPARK_TYPES, input_index, sequenced
 from jobs.storage import DeltaStorage, Txn
 from jobs.warehouse import Warehouse
@@ -22,18 +25,28 @@ from jobs.warehouse import Warehouse
 _ORDER, _STREAM_SEQ = "__order", "__stream_seq"
 
 
-def _stream_events(storage: DeltaStorage, path: str, version: int, order: int, stream: str,
-                   recording: RecordingSpec, after: int | None = None) -> DataFrame:
+def _stream_events(storage: DeltaStorage, path: str, version: int, order: int,
+                   stream: MergedStream, merge: InputMerge, time_column: str,
+                   after: int | None = None) -> DataFrame:
     """The stream's events at ``version`` (only those of commits after version ``after``)."""
     files = input_index(storage, path, version)
     first = min((f.offset for f in files if after is not None and f.commit_version > after),
                 default=0 if after is None else sum(f.rows for f in files))
     events = sequenced(storage, path, version, [asdict(f) for f in files], first,
-                       sum(f.rows for f in files), recording.time)
+                       sum(f.rows for f in files), time_column)
     return events.select(
-        F.lit(order).alias(_ORDER), F.col(SEQ).alias(_STREAM_SEQ), F.lit(stream).alias(STREAM),
-        F.col(recording.time).alias(EVENT_TIME),
-        *(F.col(c).alias(column_name(stream, c)) for c in recording.columns))
+        F.lit(order).alias(_ORDER), F.col(SEQ).alias(_STREAM_SEQ),
+        F.lit(stream.stream).alias(merge.stream_column),
+        F.col(time_column).alias(merge.time_column),
+        *(F.col(c).alias(name) for c, name in stream.columns.items()))
+
+
+def input_merge(catalog: Catalog, query: QuerySpec) -> InputMerge:
+    """How ``query``'s family merges its recordings."""
+    merge = family_of(query.kind, query.source).input_merge(query, catalog.recordings)
+    if merge is None:
+        raise ValueError(f"query {query.name!r} reads one recording: there is nothing to merge")
+    return merge
 
 
 def merged_events(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
@@ -42,17 +55,19 @@ def merged_events(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
     """``query``'s inputs at ``versions`` merged in order, with the stream's position ``__order``
     (only the events of commits after ``after[stream]`` when given), in ``files`` sorted ranges
     when given."""
-    parts = [_stream_events(storage, warehouse.recording(name), versions[stream], order, stream,
-                            catalog.recording(name), None if after is None else after[stream])
-             for order, (stream, name) in enumerate(query.inputs.items())]
+    merge = input_merge(catalog, query)
+    parts = [_stream_events(storage, warehouse.recording(s.recording), versions[s.stream], order,
+                            s, merge, catalog.recording(s.recording).time,
+                            None if after is None else after[s.stream])
+             for order, s in enumerate(merge.streams)]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
-    order = (F.col(EVENT_TIME).asc_nulls_first(), F.col(_ORDER), F.col(_STREAM_SEQ))
+    order = (F.col(merge.time_column).asc_nulls_first(), F.col(_ORDER), F.col(_STREAM_SEQ))
     # a global sort cut into ``files`` ranges (``orderBy`` would take the shuffle partitions)
     ordered = (union.orderBy(*order) if files is None else
                union.repartitionByRange(files, *order).sortWithinPartitions(*order))
-    columns = [F.lit(0).cast("bigint").alias(PARTITION)] + [
+    columns = [F.lit(0).cast("bigint").alias(merge.key_column)] + [
         F.col(c).cast(SPARK_TYPES[t]).alias(c)
-        for c, t in merged.columns.items() if c != PARTITION]
+        for c, t in merged.columns.items() if c != merge.key_column]
     return ordered.select(*columns, _ORDER)
 
 

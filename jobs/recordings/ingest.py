@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from engine.catalog import COLUMN_TYPES, RecordingSpec
 from engine.errors import RepriseError
+from engine.specs import COLUMN_TYPES, RecordingSpec
 from jobs.recordings.values import (
     ARTICLE,
     JSON_PARSERS,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from engine.catalog import Catalog, RecordingSpec
+from engine.catalog import Catalog
 from engine.errors import RepriseError
+from engine.specs import RecordingSpec
 from jobs.recordings.commits import (
     FILES_KEY,
     RECORD_KEY,

@@ -22,12 +22,11 @@ from dataclasses import asdict, dataclass, replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.spj.inputs import EVENT_TIME, STREAM
-from jobs.execution.arrival import sequenced
-from jobs.execution.merged_inputs import merged_events
-from jobs.runs import batch_plans as plans
+from engine import batch_plans as plans
+from jobs.execution.arrival import resolve_cuts, sequenced
+from jobs.execution.merged_inputs import input_merge, merged_events
 from jobs.runs.listing import made_at, summarize
-from jobs.runs.replay import BatchReport, Replay, resolve_cuts
+from jobs.runs.replay import BatchReport, Replay
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
@@ -162,11 +161,13 @@ def _merge_order_problem(replay: Replay, info: RunInfo, ctx, sources: dict[str, 
     old = info.sources
     new = merged_events(replay.storage, replay.warehouse, replay.catalog, ctx.query, sources,
                         ctx.recording, after=old)
-    first = new.select(EVENT_TIME, STREAM, "__order").first()
+    merge = input_merge(replay.catalog, ctx.query)
+    time_column, stream = merge.time_column, merge.stream_column
+    first = new.select(time_column, stream, "__order").first()
     if first is None or info.total == 0:
         return ""
     last = sequenced(replay.storage, info.input_path, info.input_version, info.files,
-                     info.total - 1, info.total, EVENT_TIME).select(EVENT_TIME, STREAM).first()
+                     info.total - 1, info.total, time_column).select(time_column, stream).first()
     streams = list(ctx.query.inputs)
 
     def key(time, order: int) -> tuple:

@@ -21,27 +21,20 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from engine.catalog import BatchSpec, Catalog, QuerySpec
+from engine import batch_plans as plans
+from engine.catalog import Catalog
 from engine.operator import KeyedOperator
-from jobs.execution.arrival import input_index, overlapping, sequenced
+from engine.specs import BatchSpec, QuerySpec
+from jobs.execution.arrival import input_index, overlapping, resolve_cuts, sequenced
 from jobs.execution.derived_columns import WorkerDerive, exchange_for, in_workers
-from jobs.execution.keyed_steps import (
-    KINDS,
-    StepFiles,
-    StepPlan,
-    bucket_of_file,
-    execute_direct,
-    execute_finish,
-    execute_step,
-    read_range,
-)
+from jobs.execution.direct_exchange import execute_direct, execute_finish
 from jobs.execution.merged_inputs import merge_inputs
-from jobs.runs import batch_plans as plans
+from jobs.execution.spark_exchange import execute_step
+from jobs.execution.step_files import bucket_of_file
+from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
 from jobs.runs.run_lock import run_lock
@@ -60,38 +53,6 @@ def _default_run_id(query: str, sources: dict[str, int], spec: BatchSpec, fp: st
     """A run's default id: the query, the pinned versions, the plan, the definition's hash."""
     pinned = ".".join(str(v) for v in sources.values())
     return f"{query}-v{pinned}-{spec.describe().replace(':', '').replace(',', '-')}-{fp[:6]}"
-
-
-def resolve_cuts(spec: BatchSpec, files: list[plans.InputFile], time_column: str) -> list[int]:
-    """Cut points of a batch plan over the pinned input (``files``)."""
-    total = sum(f.rows for f in files)
-    if spec.by == "rows":
-        return plans.row_cuts(spec.rows or 1, total)
-    if spec.by == "cuts":
-        return plans.explicit_cuts(spec.cuts, total)
-    if spec.by == "time":
-        t, seq = _event_times(files, time_column, total)
-        if not len(t):
-            return [0, total]
-        first = int(t.min())
-        interval = (t - (first - first % spec.interval_us)) // spec.interval_us
-        first_seq = pd.Series(seq).groupby(interval).min()
-        return plans.time_cuts({int(b): int(s) for b, s in first_seq.items()}, total)
-    return plans.commit_cuts(files, total)
-
-
-def _event_times(files: list[plans.InputFile], time_column: str, total: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(event time in microseconds, arrival sequence) of the input's events that have a time,
-    read with pyarrow (no Spark session needed: a small replay never starts one)."""
-    times, seqs = [np.empty(0, "int64")], [np.empty(0, "int64")]
-    for table, seq in read_range([asdict(f) for f in files], [time_column], [], 0, total):
-        column = table.column(time_column)
-        micros = column.cast(pa.timestamp("us", getattr(column.type, "tz", None))).cast(pa.int64())
-        valid = micros.is_valid().to_numpy(zero_copy_only=False)
-        times.append(micros.fill_null(0).to_numpy()[valid])
-        seqs.append(seq[valid])
-    return np.concatenate(times), np.concatenate(seqs)
 
 
 #: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.catalog import QuerySpec, RecordingSpec
 from engine.family import QueryFamily, Reference
 from engine.operator import KeyedOperator
 from engine.registry import family_of
+from engine.specs import QuerySpec, RecordingSpec
 
 
 @dataclass(frozen=True)

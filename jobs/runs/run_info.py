@@ -12,10 +12,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.catalog import QuerySpec
+from engine.batch_plans import parse_plan
 from engine.errors import RepriseError
 from engine.operator import KeyedOperator
-from jobs.runs.batch_plans import parse_plan
+from engine.specs import QuerySpec
 from jobs.settings import EXCHANGES, MAX_BUCKETS
 from jobs.storage import Txn
 from jobs.warehouse import Warehouse
@@ -123,7 +123,7 @@ AFRESH = "remove the run's directory to replay it afresh"
 #: The largest integer a field of ``run.json`` may hold (versions, arrival sequences and row
 #: counts are 64-bit in the run's tables).
 MAX_INT = 2**63 - 1
-#: The keys of an entry of ``files`` (:class:`jobs.runs.batch_plans.InputFile`).
+#: The keys of an entry of ``files`` (:class:`engine.batch_plans.InputFile`).
 FILE_KEYS = ("uri", "commit_version", "rows", "offset")
 #: The keys every segment has; a segment whose rewind is pending also has :data:`REWIND_KEYS`.
 SEGMENT_KEYS = ("segment", "from_version", "to_version", "first_batch", "batches", "events")

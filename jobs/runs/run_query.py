@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from engine.catalog import Catalog, QuerySpec, parse_query
+from engine.catalog import Catalog, parse_query
 from engine.registry import operator_for
+from engine.specs import QuerySpec
 from jobs.runs.run_info import RunInfo, fingerprint
 
 

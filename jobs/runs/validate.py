@@ -11,8 +11,9 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from engine.catalog import Catalog, RecordingSpec
+from engine.catalog import Catalog
 from engine.operator import SEQ, exact_pandas
+from engine.specs import RecordingSpec
 from jobs.execution.arrival import sequenced
 from jobs.execution.bucket_reference import ReferenceResult, placeable, reference_by_bucket
 from jobs.runs.replay import Replay

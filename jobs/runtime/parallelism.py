@@ -14,33 +14,14 @@ from collections.abc import Callable
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from engine.errors import RepriseError
-from jobs.runtime.jvm_stderr import jvm_log_path
+from jobs.runtime.lazy_session import not_started
+from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
 from jobs.settings import MAX_BUCKETS, Settings
 
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: The longest wait for a cluster's first executor, and how long their number must stay the
 #: same before it is taken as the cluster's size (seconds).
 FIRST_EXECUTOR_WAIT_S = 60.0
 SETTLE_S = 2.0
-
-
-def is_local(master: str) -> bool:
-    """True for Spark's local masters (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``)."""
-    return master == "local" or master.startswith("local[")
-
-
-class ClusterError(RepriseError):
-    """The cluster's SparkContext stopped (e.g. its master was never reached)."""
-
-
-def unreachable(master: str, verbose: bool) -> ClusterError:
-    """The error of a SparkContext that stopped while a command waited for it: on a cluster
-    master, the master gave up registering the application ("All masters are unresponsive")."""
-    where = "above" if verbose else f"in {jvm_log_path()}"
-    return ClusterError(f"the Spark master {master!r} (REPRISE_SPARK_MASTER) could not be reached: "
-                        f"the SparkContext stopped before the run started; the JVM's output is "
-                        f"{where}")
 
 
 def executor_count(spark: SparkSession) -> int:
@@ -75,10 +56,6 @@ def bucket_count(spark: SparkSession, settings: Settings) -> int:
     would make every shuffle of a replay 200 tasks)."""
     if settings.buckets:
         return settings.buckets
-    from jobs.runtime.lazy_session import (
-        not_started,  # (it imports jobs.runtime.spark_session, which imports this module)
-    )
-
     lazy = not_started(spark)
     if lazy and (local := lazy.shuffle_partitions()):  # a local master, without starting it
         return min(local, MAX_BUCKETS)

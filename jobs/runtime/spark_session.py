@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from engine.errors import RepriseError
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
-from jobs.runtime.parallelism import SHUFFLE_PARTITIONS, is_local, unreachable
+from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
 from jobs.settings import MAX_BUCKETS, Settings, SettingsError, load_settings
 
 LOOPBACK = "127.0.0.1"

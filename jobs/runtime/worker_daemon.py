@@ -32,7 +32,8 @@ import sys
 #: Modules imported before the first fork, in this order.
 PRELOAD = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "pyarrow.compute", "numba",
            "engine.registry", "engine.windows", "engine.qre", "engine.spj", "engine.derive",
-           "jobs.execution.keyed_steps", "jobs.execution.derived_columns")
+           "jobs.execution.keyed_steps", "jobs.execution.direct_exchange",
+           "jobs.execution.spark_exchange", "jobs.execution.derived_columns")
 #: Settings that keep the preloaded libraries from starting threads (a user's value wins).
 SINGLE_THREADED = {
     "OPENBLAS_NUM_THREADS": "1",  # numpy's BLAS: no thread pool started at import

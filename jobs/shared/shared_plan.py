@@ -12,11 +12,12 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from engine.catalog import Catalog, QuerySpec
+from engine.catalog import Catalog
 from engine.errors import RepriseError
 from engine.operator import exact_pandas
 from engine.registry import family_of
 from engine.sharing import SharedPlan, SharingView, Statistics, plan_queries
+from engine.specs import QuerySpec
 from jobs.warehouse import Warehouse
 
 #: Rows of the recording's latest snapshot the selectivities, key counts and time span are
@@ -54,7 +55,8 @@ def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
 def on_its_own(query: QuerySpec) -> str | None:
     """Why ``query`` is replayed on its own beside a shared run (None: it can share a scan)."""
     if not family_of(query.kind, query.source).single_input:
-        return "an spj query reads merged recordings, which a scan of one recording does not give"
+        return (f"an {query.kind} query reads merged recordings, which a scan of one recording "
+                "does not give")
     if query.derived:
         return ("its derived columns (derive:, or the constant key of key: none) are computed "
                 "by Spark, not by the shared scan")

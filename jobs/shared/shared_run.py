@@ -15,7 +15,7 @@ standalone run does.
 Queries that cannot share (derived columns, multi-input, a run made with the Spark exchange, or
 a batch plan other than the others') are replayed on their own by the same runner. The window
 queries of a pane group step from shared panes where their operators allow it
-(:func:`pane_shares`, :mod:`engine.windows.pane_share`).
+(:func:`pane_shares`, as their family shares panes).
 """
 
 from __future__ import annotations
@@ -33,25 +33,24 @@ import pandas as pd
 import pyarrow as pa
 
 from engine import frames
-from engine.catalog import QuerySpec
+from engine.family import QueryFamily, SharedPanes
 from engine.filtered import FilteredOperator, Passing
 from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
 from engine.predicate import TRUE, Pred
 from engine.sharing import SharedPlan
-from engine.windows.pane_share import PaneShare, shareable_window, with_share
+from engine.specs import QuerySpec
 from jobs.execution.arrival import overlapping
+from jobs.execution.bucketing import key_buckets
+from jobs.execution.direct_exchange import per_task, read_range
 from jobs.execution.keyed_steps import (
     BucketSplit,
-    StepPlan,
     batch_buckets,
-    collect_files,
-    key_buckets,
     no_events,
-    per_task,
-    read_range,
     run_bucket,
     split_bucket,
 )
+from jobs.execution.step_files import collect_files
+from jobs.execution.step_plan import StepPlan
 from jobs.runs.listing import resume_note
 from jobs.runs.replay import BatchReport, Replay
 from jobs.runs.run_info import ReplayError, RunInfo
@@ -71,7 +70,7 @@ class Member:
     name: str
     plan: StepPlan
     widened: Pred
-    share: PaneShare | None = None  # its pane group's shared panes (engine.windows.pane_share)
+    share: SharedPanes | None = None  # its pane group's shared panes (its family's)
     passing: Passing | None = None  # the passing rows of its residual, shared by its filters
 
 
@@ -86,19 +85,17 @@ def _scan_of(info: RunInfo) -> tuple:
     return (info.recording, info.input_version, info.cuts, info.buckets)
 
 
-def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator]) -> dict[str, PaneShare]:
-    """Query -> the shared panes of its pane group, for the groups with at least two members
-    whose operators can take their slices from panes (time windows with exact partials: see
-    :func:`~engine.windows.pane_share.shareable_window`; the others run their own operators)."""
+def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator],
+                families: dict[str, QueryFamily]) -> dict[str, SharedPanes]:
+    """Query -> the shared panes of its pane group, as the queries' family shares them
+    (:meth:`~engine.family.QueryFamily.share_panes`; the others run their own operators)."""
     shares = {}
     for cluster in plan.clusters:
         for group in cluster.pane_groups:
-            windows = {q: shareable_window(operators[q]) for q in group.queries
-                       if q in operators}
-            members = [q for q, window in windows.items() if window is not None]
-            if group.kind == "time" and len(members) > 1:
-                share = PaneShare.of(group.pane, [windows[q] for q in members])
-                shares.update(dict.fromkeys(members, share))
+            present = [q for q in group.queries if q in operators]
+            for family in {id(families[q]): families[q] for q in present}.values():
+                shares.update(family.share_panes(group, {q: operators[q] for q in present
+                                                         if families[q] is family}))
     return shares
 
 
@@ -294,7 +291,7 @@ class SharedReplay:
         attempt = uuid.uuid4().hex[:8]
         contexts = {i.query: runner.context(i.query) for i in infos}
         inner = {q: c.family.operator(c.query, c.recordings) for q, c in contexts.items()}
-        shares = pane_shares(plan, inner)
+        shares = pane_shares(plan, inner, {q: c.family for q, c in contexts.items()})
         filters: dict[Pred, Passing] = {}  # by residual
         prepared = {}
         for info in infos:
@@ -304,7 +301,7 @@ class SharedReplay:
             cluster = plan.cluster_of(info.query)
             op = inner[info.query]
             if info.query in shares:
-                op = with_share(op, shares[info.query])
+                op = shares[info.query].member(op)
             residual = cluster.residual(info.query).where
             passes = None
             if residual != TRUE:
@@ -334,8 +331,8 @@ class SharedReplay:
 
         # one Spark job per part, side by side: the runs of a part that is done commit while
         # the other parts' tasks still run
-        selects = {q for q, c in contexts.items() if c.query.kind == "select"}
-        tasks = parts(members, first.buckets, work_of(plan, selects))
+        tasks = parts(members, first.buckets,
+                      work_of(plan, {q: c.family for q, c in contexts.items()}))
         self.tasks += len(tasks)
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}

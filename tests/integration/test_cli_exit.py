@@ -106,7 +106,7 @@ def test_a_data_file_gone_from_a_recording_is_one_line_naming_it():
 
 
 def test_python_m_jobs_cli_has_every_command():
-    # (`analyze` registers itself on the imported module: under `-m` it was missing)
+    # (under `-m` every command is registered, `analyze` too)
     done = reprise(Path(tempfile.mkdtemp(prefix="reprise-m-")), "analyze",
                    "SELECT DISTINCT S.A FROM S", "--schema", "S(A,B)")
     assert done.returncode == 0, done.stderr

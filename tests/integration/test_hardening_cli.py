@@ -88,7 +88,7 @@ def test_an_empty_plan_is_rejected_not_taken_for_the_default(setup):
 
 
 def test_a_plan_with_more_batches_than_the_sane_count_warns_in_one_line(setup, monkeypatch):
-    monkeypatch.setattr("jobs.runs.batch_plans.MANY_BATCHES", 2)
+    monkeypatch.setattr("engine.batch_plans.MANY_BATCHES", 2)
     run, _ = setup
     result = run("replay", "ev_w", "--plan", "rows:40", "--run-id", "fine")
     assert result.exit_code == 0, result.output

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 from test_replay import make_replay, output_rows
 
-from jobs.execution.keyed_steps import bucket_of_file, key_buckets
+from jobs.execution.bucketing import key_buckets
+from jobs.execution.step_files import bucket_of_file
 from jobs.runs.replay import Replay
 from jobs.runs.validate import validate_run
 from jobs.runtime.lazy_session import LazySpark

@@ -12,7 +12,7 @@ from helpers import events_table, small_catalog, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.runs.batch_plans import PlanError
+from engine.batch_plans import PlanError
 from jobs.runs.replay import Replay
 from jobs.runs.run_info import ReplayError
 from jobs.runs.validate import validate_run

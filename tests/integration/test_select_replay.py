@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from helpers import events_table, small_catalog, write_commits
 
-from engine.catalog import GLOBAL_VALUE, load_catalog
+from engine.catalog import load_catalog
+from engine.specs import GLOBAL_VALUE
 from jobs.runs.replay import Replay
 from jobs.runs.validate import reconcile_run, validate_run
 from jobs.warehouse import Warehouse

@@ -106,9 +106,10 @@ def test_a_pane_group_aggregates_its_panes_once_and_each_query_gets_its_own_tabl
     assert plan is not None
     groups = [g for c in plan.clusters for g in c.pane_groups]
     assert [(g.queries, g.pane) for g in groups] == [(("pane_s", "pane_t", "win_t"), 10_000_000)]
-    operators = {n: shared.context(n).family.operator(shared.context(n).query,
-                                                      shared.catalog.recordings) for n in names}
-    shares = pane_shares(plan, operators)
+    contexts = {n: shared.context(n) for n in names}
+    operators = {n: c.family.operator(c.query, shared.catalog.recordings)
+                 for n, c in contexts.items()}
+    shares = pane_shares(plan, operators, {n: c.family for n, c in contexts.items()})
     assert sorted(shares) == ["pane_s", "pane_t", "win_t"]
     assert len({id(s) for s in shares.values()}) == 1
     runner.run(infos)

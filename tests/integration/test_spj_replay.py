@@ -12,8 +12,9 @@ from helpers import events_table, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.catalog import CatalogError, load_catalog
+from engine.catalog import load_catalog
 from engine.registry import operator_for
+from engine.specs import CatalogError
 from jobs.runs.replay import Replay
 from jobs.runs.validate import validate_run
 from jobs.warehouse import Warehouse

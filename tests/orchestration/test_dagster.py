@@ -168,7 +168,7 @@ def test_schedule_and_jobs_exist(sample_defs):
 def test_definitions_of_a_catalog_with_an_unsafe_or_missing_name_fail_naming_the_file(tmp_path):
     # (a recording named '..' loaded and then failed inside Dagster as an invalid op name; a
     # catalog directory that does not exist gave definitions without any asset)
-    from engine.catalog import CatalogError
+    from engine.specs import CatalogError
 
     catalog = tmp_path / "cat"
     shutil.copytree(ROOT / "schemas", catalog)

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.catalog import CatalogError, load_catalog
+from engine.catalog import load_catalog
 from engine.errors import RepriseError
 from engine.registry import operator_for, reference_for
+from engine.specs import CatalogError
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 RECORDINGS = {p.name: p.read_bytes() for p in sorted((SCHEMAS / "recordings").glob("*.yaml"))}

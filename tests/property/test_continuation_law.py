@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.batch_plans import row_cuts
 from engine.operator import SEQ, TIME
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
-from jobs.runs.batch_plans import row_cuts
 from jobs.runs.run_segments import kept_batches
 
 QUERY = "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)"

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.catalog import RecordingSpec
+from engine.specs import RecordingSpec
 from jobs.recordings.ingest import read_file
 
 SPEC = RecordingSpec(name="v", columns={"k": "string", "ts": "timestamp", "n": "int"},

@@ -124,8 +124,9 @@ def test_disorder_within_lateness_is_reordered_by_event_time():
 
 
 def test_query_file_reading_an_unknown_column_is_rejected_at_load():
-    from engine.catalog import CatalogError, RecordingSpec, parse_query
+    from engine.catalog import parse_query
     from engine.qre.query_spec import parse_qre_query
+    from engine.specs import CatalogError, RecordingSpec
 
     recording = RecordingSpec(name="r", columns={"k": "string", "ts": "timestamp", "v": "int"},
                               key="k", time="ts")

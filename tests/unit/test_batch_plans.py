@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.catalog import CatalogError, parse_query, parse_recording
-from jobs.runs.batch_plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
+from engine.batch_plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
+from engine.catalog import parse_query, parse_recording
+from engine.specs import CatalogError
 
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
                       "columns": {"k": "string", "ts": "timestamp", "v": "int"}})

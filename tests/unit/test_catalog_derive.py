@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.catalog import CatalogError, parse_query, parse_recording
+from engine.catalog import parse_query, parse_recording
 from engine.registry import input_recording
+from engine.specs import CatalogError
 
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
                       "columns": {"k": "string", "ts": "timestamp", "v": "int"}})

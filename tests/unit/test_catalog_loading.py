@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.catalog import CatalogError, UnknownName, load_catalog
+from engine.catalog import load_catalog
 from engine.errors import RepriseError
+from engine.specs import CatalogError, UnknownName
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SPJ = "name: j\nkind: spj\nquery: SELECT a.k FROM a\n"

@@ -62,7 +62,7 @@ def test_a_line_of_text_is_never_broken_without_a_terminal(capsys):
     # before: the 120-column console broke the run's summary line ("... peak state 59 rows /\n")
     import pandas as pd
 
-    from jobs.cli.app import print_manifest_summary
+    from jobs.cli.output import print_manifest_summary
 
     manifest = pd.DataFrame({"duration_s": [1.0, 1.0], "rows_in": [10**6, 0],
                              "rows_out": [10**5, 1], "late": [123, 0], "quarantined": [4, 0],
@@ -87,7 +87,7 @@ def test_a_table_is_never_cut_without_a_terminal(capsys):
     # before: `record`'s table showed two long file names as the same "/tmp/…/another…"
     from rich.table import Table
 
-    from jobs.cli.app import print_table
+    from jobs.cli.output import print_table
 
     names = [f"/data/{'a-long-directory-name/' * 6}readings-{i}.csv" for i in (7, 8)]
     table = Table("file", "rows")

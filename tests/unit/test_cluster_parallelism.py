@@ -11,7 +11,8 @@ import pytest
 from py4j.protocol import Py4JJavaError
 
 from jobs.runtime.code_shipping import CODE_ZIP, build_code_zip, package_files
-from jobs.runtime.parallelism import ClusterError, bucket_count, is_local, wait_for_executors
+from jobs.runtime.masters import ClusterError, is_local
+from jobs.runtime.parallelism import bucket_count, wait_for_executors
 from jobs.settings import PROJECT_ROOT, Settings
 
 
@@ -114,6 +115,6 @@ def test_a_python_with_only_the_zip_on_its_path_imports_the_packages_from_it(tmp
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, env={"PYTHONPATH": CODE_ZIP, "PATH": "/usr/bin:/bin"},
                          check=True).stdout.split()
-    assert out == [str(tmp_path / CODE_ZIP / "jobs" / "worker_daemon.py"),
+    assert out == [str(tmp_path / CODE_ZIP / "jobs" / "runtime" / "worker_daemon.py"),
                    str(tmp_path / CODE_ZIP / "engine" / "registry.py")]
     assert str(PROJECT_ROOT) not in "".join(out)

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.catalog import CatalogError, load_catalog, parse_query, parse_recording
+from engine.catalog import load_catalog, parse_query, parse_recording
 from engine.derive_sql import expression_problem
+from engine.specs import CatalogError
 
 ROOT = Path(__file__).resolve().parents[2]
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",

@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine import registry
-from engine.catalog import CatalogError, load_catalog, parse_query, parse_recording
+from engine.catalog import load_catalog, parse_query, parse_recording
 from engine.family import QueryFamily
 from engine.registry import FAMILIES, QUERY_KINDS, family_of, operator_for
+from engine.specs import CatalogError
 from engine.spj.family import analysis_inputs
 from jobs.runs.run_context import RunContext
 
@@ -102,3 +104,47 @@ def test_a_new_family_plugs_in_through_the_registry_alone(monkeypatch):
     ctx = RunContext.of(query, CATALOG.recordings)
     assert ctx.operator == ("sample-operator", "heart_rate > 120")
     assert ctx.recording.columns["day"] == "string" and not ctx.merged
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_a_multi_input_family_says_how_its_recordings_merge(name):
+    query = CATALOG.query(name)
+    family = family_of(query.kind, query.source)
+    merge = family.input_merge(query, CATALOG.recordings)
+    if family.single_input:
+        assert merge is None
+        return
+    merged = family.input_recording(query, CATALOG.recordings)
+    assert [s.stream for s in merge.streams] == list(query.inputs)
+    assert (merge.key_column, merge.time_column) == (merged.key, merged.time)
+    named = [n for s in merge.streams for n in s.columns.values()]
+    assert len(set(named)) == len(named)  # no two streams' columns meet
+    assert set(named) | {merge.key_column, merge.time_column, merge.stream_column} \
+        == set(merged.columns)
+    for s in merge.streams:
+        assert set(s.columns) == set(CATALOG.recording(s.recording).columns)
+
+
+def test_only_a_time_pane_group_of_window_queries_shares_panes():
+    from engine.predicate import TRUE
+    from engine.sharing import PaneGroup
+
+    names = ["beats_1m", "beats_5m_sliding"]
+    windows_of = {"beats_1m": "{type: tumbling, size: 1m}",
+                  "beats_5m_sliding": "{type: sliding, size: 5m, slide: 1m}"}
+    queries = [parse_query(yaml.safe_load(
+        f"{{name: {n}, kind: window, input: vitals, lateness: 10s, query: {{window: {w}, "
+        "aggregates: {n: count(), top: max(heart_rate), total: sum(spo2)}}}"),
+        CATALOG.recordings, f"{n}.yaml") for n, w in windows_of.items()]
+    windows = family_of("window")
+    operators = {q.name: windows.operator(q, CATALOG.recordings) for q in queries}
+
+    def group(kind: str) -> PaneGroup:
+        return PaneGroup(tuple(names), kind, 60_000_000, "patient_id", "ts", 0, TRUE, ())
+
+    shares = windows.share_panes(group("time"), operators)
+    assert set(shares) == set(names) and len({id(s) for s in shares.values()}) == 1
+    stepping = shares[names[0]].member(operators[names[0]])
+    assert stepping.output_schema == operators[names[0]].output_schema
+    assert windows.share_panes(group("count"), operators) == {}
+    assert family_of("qre").share_panes(group("time"), operators) == {}

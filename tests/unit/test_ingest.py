@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.catalog import RecordingSpec
+from engine.specs import RecordingSpec
 from jobs.recordings.ingest import QUARANTINE_SCHEMA, IngestError, IngestResult, read_file
 
 VITALS = RecordingSpec(

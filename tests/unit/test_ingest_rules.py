@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.catalog import RecordingSpec
+from engine.specs import RecordingSpec
 from jobs.recordings.ingest import IngestError, IngestResult, read_file
 
 SPEC = RecordingSpec(name="r", columns={"k": "string", "ts": "timestamp", "n": "int",

@@ -19,14 +19,9 @@ from engine.operator import SEQ, TIME, column_to_arrow
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
-from jobs.execution.keyed_steps import (
-    BucketSplit,
-    KeyValues,
-    _coded_state,
-    _write,
-    arrow_table,
-    key_codes,
-)
+from jobs.execution.key_codes import KeyValues, key_codes
+from jobs.execution.keyed_steps import BucketSplit, coded_state
+from jobs.execution.step_files import arrow_table, write_part
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
@@ -55,7 +50,7 @@ def test_text_kept_as_codes_is_written_as_text_with_its_null_count(tmp_path):
     schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
     table = arrow_table(frame, schema, dictionary=True)
     assert pa.types.is_dictionary(table.schema.field("k").type)
-    row = _write(SimpleNamespace(dirs={"output": str(tmp_path)}), 0, "output", table, 0)
+    row = write_part(SimpleNamespace(dirs={"output": str(tmp_path)}), 0, "output", table, 0)
     back = pq.read_table(row["path"])
     assert back.schema == schema  # the text reads back as text, not as a dictionary
     assert back.column("k").to_pylist() == ["b", None, "a", "b"]
@@ -152,7 +147,7 @@ def test_a_shared_split_codes_a_state_as_key_codes_codes_it_with_the_events(stat
     events = pd.DataFrame({"k": event_keys, "x": 1})
     (coded,), values = key_codes("k", [events])
     split = BucketSplit([coded], [events.iloc[:0]], values)
-    state, (batch,), keys = _coded_state(pd.DataFrame({"k": state_keys}), split)
+    state, (batch,), keys = coded_state(pd.DataFrame({"k": state_keys}), split)
     (state_alone, batch_alone), keys_alone = key_codes(
         "k", [pd.DataFrame({"k": state_keys}), events])
     assert state["k"].tolist() == state_alone["k"].tolist()

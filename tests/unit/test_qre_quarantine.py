@@ -6,11 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from engine.catalog import CatalogError, parse_query, parse_recording
+from engine.catalog import parse_query, parse_recording
 from engine.operator import REASON, SEQ, TIME, run_batches
 from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import parse_qre_query
 from engine.qre.stream_reference import qre_reference
+from engine.specs import CatalogError
 
 VITALS = parse_recording({"name": "vitals", "key": "patient_id", "time": "ts",
                           "columns": {"patient_id": "string", "ts": "timestamp",

@@ -15,7 +15,7 @@ from engine.qre import (
     reference_poly,
     strongly_typed,
 )
-from engine.qre.build import MAX_DEPTH
+from engine.qre.terms import MAX_DEPTH
 from engine.qre.text import MAX_NESTING
 from engine.qre.values import Failure, Outcome
 

@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from engine.catalog import CatalogError, parse_query, parse_recording
+from engine.catalog import parse_query, parse_recording
 from engine.filtered import FilteredOperator
 from engine.operator import SEQ, TIME, run_batches
 from engine.registry import family_of, operator_for, reference_for
 from engine.select import SelectOperator
+from engine.specs import CatalogError
 from jobs.cli.app import app
 
 VITALS = parse_recording({"name": "vitals", "key": "patient_id", "time": "ts",

@@ -1,5 +1,5 @@
-"""The estimated work of a shared job's members (``jobs.shared.shared_work``), which balances the
-parts:
+"""The estimated work of a shared job's members (``jobs.shared.shared_work``, from each family's
+``step_work``), which balances the parts:
 a pane group's events are counted once, a select weighs the rows it keeps, a window the windows
 it emits (never more than its events)."""
 
@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from engine.predicate import TRUE, parse_predicate
+from engine.registry import family_of
 from engine.sharing import AggregateView, SharingView, Statistics, WindowView, plan_queries
-from jobs.shared.shared_work import EVENT_US, MEMBER_US, windows_emitted, work_of
+from engine.sharing.cost import EVENT_US, MEMBER_US, windows_emitted
+from jobs.shared.shared_work import work_of
 
 MINUTE = 60_000_000
 COLUMNS = {"k": "string", "x": "double", "ts": "timestamp"}
@@ -45,7 +47,7 @@ def member(name: str, share: object | None = None) -> SimpleNamespace:
 
 def test_a_pane_groups_events_are_counted_once(stats):
     plan = plan_queries([window("a"), window("b", size=5)], stats)
-    work = work_of(plan, selects=())
+    work = work_of(plan, dict.fromkeys(["a", "b"], family_of("window")))
     panes = object()
     together = work([member("a", panes), member("b", panes)])
     apart = work([member("a")]) + work([member("b")])
@@ -54,7 +56,7 @@ def test_a_pane_groups_events_are_counted_once(stats):
 
 def test_a_select_weighs_the_rows_it_keeps(stats):
     plan = plan_queries([select("wide", "x < 90"), select("narrow", "x < 1")], stats)
-    work = work_of(plan, selects={"wide", "narrow"})
+    work = work_of(plan, dict.fromkeys(["wide", "narrow"], family_of("select")))
     assert work([member("narrow")]) < MEMBER_US * 1.1 < work([member("wide")])
 
 

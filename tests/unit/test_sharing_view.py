@@ -11,7 +11,7 @@ from engine.catalog import load_catalog
 from engine.predicate import TRUE
 from engine.registry import family_of
 from engine.sharing import Statistics, plan_queries
-from engine.sharing.view import window_view
+from engine.windows.sharing import window_view
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from pyspark import SparkContext
 from pyspark.errors import PySparkRuntimeError
 
 from jobs.runtime.code_shipping import CODE_ZIP
-from jobs.runtime.parallelism import ClusterError
+from jobs.runtime.masters import ClusterError
 from jobs.runtime.spark_session import (
     DELTA_CONF,
     SparkStartError,

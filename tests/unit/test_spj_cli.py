@@ -87,7 +87,8 @@ def test_only_an_unbounded_query_is_told_to_allow_unboundedness(tmp_path):
 
     import pytest
 
-    from engine.catalog import CatalogError, load_catalog
+    from engine.catalog import load_catalog
+    from engine.specs import CatalogError
     from engine.spj.stream import SpjOperator
 
     catalog = tmp_path / "cat"

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.runs.batch_plans import InputFile, parse_plan
-from jobs.runs.replay import resolve_cuts
+from engine.batch_plans import InputFile, parse_plan
+from jobs.execution.arrival import resolve_cuts
 
 SECOND = 1_000_000
 

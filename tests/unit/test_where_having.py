@@ -10,16 +10,10 @@ import pandas as pd
 import pytest
 
 from engine import filtered
-from engine.catalog import (
-    GLOBAL_KEY,
-    GLOBAL_VALUE,
-    CatalogError,
-    parse_query,
-    parse_recording,
-    reads_history,
-)
+from engine.catalog import parse_query, parse_recording, reads_history
 from engine.operator import SEQ, TIME, run_batches
 from engine.registry import family_of, input_recording, operator_for, reference_for
+from engine.specs import GLOBAL_KEY, GLOBAL_VALUE, CatalogError
 from engine.windows.having import HavingOperator
 
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.catalog import CatalogError, RecordingSpec, parse_query
+from engine.catalog import parse_query
 from engine.operator import SEQ, TIME, run_batches
+from engine.specs import CatalogError, RecordingSpec
 from engine.windows import (
     Aggregate,
     SlidingWindow,

@@ -1,15 +1,21 @@
-"""Batch plans: how the arrival-ordered input is cut into micro-batches.
+"""Batch plans: how the arrival-ordered input is cut into micro-batches, read from a query
+file's ``batch:`` block (:func:`parse_batch`) or a ``--plan`` value (:func:`parse_plan`).
 
-Every plan resolves to cut points on the arrival sequence: batch ``i`` holds the events with
-``cuts[i] <= __seq < cuts[i + 1]``. Cut points may repeat (empty batches).
+Every plan resolves to cut points on the arrival sequence (:func:`resolve_cuts`): batch ``i``
+holds the events with ``cuts[i] <= __seq < cuts[i + 1]``. Cut points may repeat (empty batches).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from engine.catalog import BatchSpec, CatalogError, parse_duration_us
-from engine.errors import RepriseError
+import numpy as np
+import pandas as pd
+
+from .errors import RepriseError
+from .specs import BatchSpec, CatalogError, check_fields, parse_duration_us
 
 PLAN_HELP = ("commit | rows:N | time:DURATION (e.g. time:1h) | cuts:S1,S2,... "
              "(arrival sequence numbers)")
@@ -40,6 +46,39 @@ class InputFile:
     commit_version: int
     rows: int
     offset: int
+
+
+#: ``batch.by`` -> the fields of a catalog batch plan of that kind.
+_BATCH_FIELDS = {"commit": ("by",), "rows": ("by", "rows"), "time": ("by", "every")}
+
+
+def parse_batch(value: Any, source: str) -> BatchSpec:
+    """A query file's ``batch:`` block (None: by commit); a problem raises a CatalogError
+    naming the field."""
+    if value is None:
+        return BatchSpec()
+    if not isinstance(value, dict) or "by" not in value:
+        raise CatalogError(source, "batch", "expected a mapping such as {by: commit}, "
+                           "{by: rows, rows: 1000} or {by: time, every: 1h}")
+    by = value["by"]
+    if isinstance(by, str) and by in _BATCH_FIELDS:
+        check_fields(value, _BATCH_FIELDS[by], source, "batch")
+    if by == "commit":
+        return BatchSpec()
+    if by == "rows":
+        rows = value.get("rows")
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
+            raise CatalogError(source, "batch.rows", f"expected a positive integer, got {rows!r}")
+        return BatchSpec(by="rows", rows=rows)
+    if by == "time":
+        if not isinstance(value.get("every"), str):
+            raise CatalogError(source, "batch.every", "expected a duration with a unit such as "
+                               f"'10s' or '1h', got {value.get('every')!r}")
+        every = parse_duration_us(value.get("every", ""), source=source, fieldname="batch.every")
+        if every <= 0:
+            raise CatalogError(source, "batch.every", "must be positive")
+        return BatchSpec(by="time", interval_us=every)
+    raise CatalogError(source, "batch.by", f"expected commit, rows or time, got {by!r}")
 
 
 def parse_plan(text: str) -> BatchSpec:
@@ -104,3 +143,25 @@ def time_cuts(first_seq_per_bucket: dict[int, int], total: int) -> list[int]:
         running = min(running, first_seq_per_bucket.get(bucket, total))
         cuts.append(running)
     return [0, *reversed(cuts), total]
+
+
+def resolve_cuts(spec: BatchSpec, files: list[InputFile],
+                 event_times: Callable[[], tuple[np.ndarray, np.ndarray]]) -> list[int]:
+    """Cut points of a batch plan over the pinned input (``files``); ``event_times`` reads the
+    (event time in microseconds, arrival sequence) of the input's events that have a time, for
+    a plan by time."""
+    total = sum(f.rows for f in files)
+    if spec.by == "rows":
+        return row_cuts(spec.rows or 1, total)
+    if spec.by == "cuts":
+        return explicit_cuts(spec.cuts, total)
+    if spec.by == "time":
+        assert spec.interval_us is not None
+        t, seq = event_times()
+        if not len(t):
+            return [0, total]
+        first = int(t.min())
+        interval = (t - (first - first % spec.interval_us)) // spec.interval_us
+        first_seq = pd.Series(seq).groupby(interval).min()
+        return time_cuts({int(b): int(s) for b, s in first_seq.items()}, total)
+    return commit_cuts(files, total)
