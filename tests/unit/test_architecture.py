@@ -106,7 +106,8 @@ def test_layers_import_one_way():
 
 
 def test_no_family_kind_is_named_outside_its_folder():
-    compared = re.compile(r"(==|!=|\bin)\s*[({\[]?\s*[\"'](%s)[\"']" % "|".join(KINDS))
+    kinds = "|".join(KINDS)
+    compared = re.compile(r"(==|!=|\bin)\s*[({\[]?\s*[\"'](" + kinds + r")[\"']")
     named = []
     for path in _modules().values():
         relative = path.relative_to(ROOT).as_posix()
