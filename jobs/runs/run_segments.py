@@ -67,12 +67,15 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | N
 
 
 def save_run(replay: Replay, info: RunInfo) -> None:
-    """Write ``run.json`` atomically."""
+    """Write ``run.json`` atomically: one field a line, each value compact (the lists of files,
+    cut points and segments grow with every segment; JSON's indented form is written by a
+    pure-Python encoder, ten times slower)."""
     run_file = replay.warehouse.run_dir(info.run_id) / "run.json"
     tmp = run_file.with_suffix(".tmp")
     # (its fields hold plain JSON values: no deep copy through ``asdict``)
-    fields_ = {f.name: getattr(info, f.name) for f in fields(info)}
-    tmp.write_text(json.dumps(fields_, indent=1, default=str))
+    lines = [f"{json.dumps(f.name)}: {json.dumps(getattr(info, f.name), default=str)}"
+             for f in fields(info)]
+    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     os.replace(tmp, run_file)
 
 
