@@ -107,8 +107,9 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
     files must come back too (a file removed since the last kept batch)."""
     storage, run_id = replay.storage, info.run_id
     manifest = replay.manifest(run_id)
-    rows = manifest.to_pylist()
-    last_kept = rows[keep - 1] if 0 < keep <= len(rows) else None
+    # (the one row needed: the manifest gains rows with every segment)
+    last_kept = manifest.slice(keep - 1, 1).to_pylist()[0] if 0 < keep <= manifest.num_rows \
+        else None
     meta = {"reprise.run": run_id, "reprise.rewind": str(keep), "reprise.segment": str(segment)}
 
     def table(kind: str) -> str:
