@@ -23,7 +23,7 @@ from urllib.parse import unquote
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jobs.runs.run_info import ReplayError
+from jobs.runs.run_info import ReplayError, note_checked
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
 from jobs.storage.delta_log import log_actions
 from jobs.storage.staging import stage_table
@@ -75,8 +75,10 @@ def save_run(replay: Replay, info: RunInfo) -> None:
     # (its fields hold plain JSON values: no deep copy through ``asdict``)
     lines = [f"{json.dumps(f.name)}: {json.dumps(getattr(info, f.name), default=str)}"
              for f in fields(info)]
-    tmp.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    text = "{\n" + ",\n".join(lines) + "\n}\n"
+    tmp.write_text(text)
     os.replace(tmp, run_file)
+    note_checked(run_file, text)
 
 
 def pending(info: RunInfo) -> dict | None:
