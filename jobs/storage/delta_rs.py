@@ -76,8 +76,9 @@ def _exists(path: str) -> bool:
 _KEPT = 16
 #: How many versions past the one it was opened at a table's handle is brought up to date before
 #: it is opened again (from the table's latest checkpoint): delta-rs 1.6 updates a handle more
-#: slowly, and keeps more in memory, with every version it has read since it was opened, and a
-#: table another process writes (the recording a ``follow`` reads) is never checkpointed here.
+#: slowly with every version it has read since it was opened (see :meth:`checkpoint`), and the
+#: handle of a table another process writes (the recording a ``follow`` reads) is otherwise
+#: never opened again.
 _REOPEN_AFTER = 100
 
 
