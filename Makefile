@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.v_shapes
 	$(BIN)/python -m benchmarks.spj_memory
 	$(BIN)/python -m benchmarks.continuation
+	$(BIN)/python -m benchmarks.follow_memory
 	$(BIN)/python -m benchmarks.shared
 
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).

@@ -108,12 +108,12 @@ def parse_plan(text: str) -> BatchSpec:
 
 
 def commit_cuts(files: list[InputFile], total: int) -> list[int]:
-    """One batch per source commit (commits that added no rows give empty batches)."""
-    cuts = [0]
-    versions = sorted({f.commit_version for f in files})
-    for version in versions[1:]:
-        cuts.append(min(f.offset for f in files if f.commit_version == version))
-    return [*cuts, total]
+    """One batch per source commit (commits that added no rows give empty batches); one pass
+    over the files (a followed recording gains a file with every commit)."""
+    starts: dict[int, int] = {}
+    for f in files:
+        starts[f.commit_version] = min(starts.get(f.commit_version, f.offset), f.offset)
+    return [0, *(starts[v] for v in sorted(starts)[1:]), total]
 
 
 def row_cuts(rows: int, total: int) -> list[int]:

@@ -1,5 +1,16 @@
-"""Assets built from the catalog: one per recording, one per query; no code per query."""
+"""Assets built from the catalog: one per recording, one per query; no code per query.
 
+Versions (what Dagster's staleness compares): a recording's data version is its Delta version;
+a replay's code version is the fingerprint of its query's definition (the query file and its
+operator's version: the hash a run records), and its data version a hash of what determines
+its output: that fingerprint, the batch plan and the recording version(s) the run is pinned to.
+A materialisation that finds no new recording version keeps the data version, so nothing
+downstream turns stale; a changed query definition makes the replay stale until it is
+materialised again.
+"""
+
+import hashlib
+import json
 
 import dagster as dg
 import pandas as pd
@@ -98,19 +109,41 @@ def replay_metadata(info, manifest: pd.DataFrame) -> dict:
     }
 
 
-def replay_spec(query: QuerySpec) -> dg.AssetSpec:
-    """The asset ``replays/<name>`` of a query: its group is its kind, it reads its recordings."""
+def code_version(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> str:
+    """The replay asset's code version: the fingerprint of ``query``'s definition, as its runs
+    record it (a run with another fingerprint is not continued)."""
+    from jobs.runs.run_context import RunContext
+    from jobs.runs.run_info import fingerprint
+
+    return fingerprint(query, RunContext.of(query, recordings).operator)
+
+
+def data_version(info) -> dg.DataVersion:
+    """The data version of a replay whose run is ``info`` (its RunInfo): a hash of the query's
+    fingerprint, the batch plan and the recording versions the run is pinned to, which
+    determine its output (a continued run's tables equal a fresh replay's at those versions)."""
+    sources = info.sources or {"input": info.input_version}
+    text = json.dumps({"fingerprint": info.fingerprint, "plan": info.plan,
+                       "sources": sources}, sort_keys=True)
+    return dg.DataVersion(hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def replay_spec(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> dg.AssetSpec:
+    """The asset ``replays/<name>`` of a query: its group is its kind, it reads its recordings,
+    its code version is its definition's fingerprint (:func:`code_version`)."""
     return dg.AssetSpec(
         replay_key(query.name), group_name=query.kind,
         deps=[recording_key(r) for r in query.inputs.values()], kinds={"spark", "delta"},
-        description=str(query.raw.get("description", f"{query.kind} query {query.name}")))
+        description=str(query.raw.get("description", f"{query.kind} query {query.name}")),
+        code_version=code_version(query, recordings))
 
 
-def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
+def build_replay_asset(query: QuerySpec, recordings: dict[str, RecordingSpec]
+                       ) -> dg.AssetsDefinition:
     """``replays/<name>``: the query's run extended to the latest recording version (the
     latest completed run is continued; a fresh replay when there is none or it cannot be)."""
 
-    @dg.multi_asset(specs=[replay_spec(query)], name=f"replay_{query.name}")
+    @dg.multi_asset(specs=[replay_spec(query, recordings)], name=f"replay_{query.name}")
     def replay(context: dg.AssetExecutionContext, spark: SparkResource,
                warehouse: WarehouseResource) -> dg.MaterializeResult:
         from jobs.runs.continuation import continue_query
@@ -124,6 +157,7 @@ def build_replay_asset(query: QuerySpec) -> dg.AssetsDefinition:
         context.log.info(f"run {info.run_id}: {info.total} events, {info.batches} batches")
         return dg.MaterializeResult(asset_key=replay_key(query.name), metadata={
             **replay_metadata(info, manifest),
-            **segment_metadata(info, result.segment, result.fresh_reason)})
+            **segment_metadata(info, result.segment, result.fresh_reason)},
+            data_version=data_version(info))
 
     return replay

@@ -7,8 +7,14 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from engine.specs import QuerySpec
-from orchestration.assets import replay_key, replay_metadata, replay_spec, segment_metadata
+from engine.specs import QuerySpec, RecordingSpec
+from orchestration.assets import (
+    data_version,
+    replay_key,
+    replay_metadata,
+    replay_spec,
+    segment_metadata,
+)
 from orchestration.resources import SparkResource, WarehouseResource
 
 
@@ -22,11 +28,14 @@ def plan_metadata(plan) -> dict:
             "plan_counters": dg.MetadataValue.json(doc["counters"])}
 
 
-def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsDefinition:
-    """``replays/<name>`` for every query of ``queries`` (all on ``recording``)."""
+def build_shared_replays(recording: str, queries: list[QuerySpec],
+                         recordings: dict[str, RecordingSpec]) -> dg.AssetsDefinition:
+    """``replays/<name>`` for every query of ``queries`` (all on ``recording``; ``recordings``:
+    the catalog's)."""
     names = {replay_key(q.name): q.name for q in queries}
 
-    @dg.multi_asset(specs=[replay_spec(q) for q in queries], name=f"replays_of_{recording}",
+    @dg.multi_asset(specs=[replay_spec(q, recordings) for q in queries],
+                    name=f"replays_of_{recording}",
                     can_subset=True)
     def replays(context: dg.AssetExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
@@ -42,7 +51,7 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
             yield dg.MaterializeResult(asset_key=replay_key(name), metadata={
                 **replay_metadata(result.info, result.manifest.to_pandas()),
                 **segment_metadata(result.info, result.segment, result.fresh_reason),
-                "shared": False})
+                "shared": False}, data_version=data_version(result.info))
         if len(first) < 2:
             return
         shared = SharedReplay(runner)  # first replays of several queries: one shared scan
@@ -55,6 +64,7 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
             metadata["shared"] = plan is not None and info not in alone
             if metadata["shared"]:
                 metadata.update(plan_metadata(plan))
-            yield dg.MaterializeResult(asset_key=replay_key(info.query), metadata=metadata)
+            yield dg.MaterializeResult(asset_key=replay_key(info.query), metadata=metadata,
+                                       data_version=data_version(info))
 
     return replays

@@ -8,6 +8,9 @@ The rules are the same in every format (values: :mod:`jobs.recordings.values`):
   a CSV quote that is not closed on its own line is an error of that line, and the next line is
   read on its own. A line that is not UTF-8 is quarantined with its line number. Blank lines are
   skipped.
+- A text value has no length limit of its own in any format: a CSV field, a JSON string and a
+  Parquet string value are taken whole, however long. (A CSV field is never longer than its
+  line, which is read whole in every line format, so this costs no memory beyond the line.)
 - A row with a column the recording does not declare (CSV header, Parquet column, JSON key), a
   repeated column, or no key or time value is quarantined; a declared column that is absent is
   null.
@@ -168,8 +171,18 @@ def _lines(path: Path, source: str) -> Iterator[tuple[int, str, str | None]]:
                            f"{exc.start + 1} of the line")
 
 
+def _allow_fields_of(length: int) -> None:
+    """Raise the csv module's field limit (process-wide, 131,072 by default) to ``length``.
+
+    Only ever raised, never lowered, so concurrent readers cannot undo each other.
+    """
+    if length > csv.field_size_limit():
+        csv.field_size_limit(length)
+
+
 def _csv_record(text: str) -> list[str]:
     """The fields of one CSV line; raises InvalidValue for malformed quoting."""
+    _allow_fields_of(len(text))
     try:
         return next(csv.reader([text], strict=True))
     except csv.Error as exc:

@@ -377,7 +377,9 @@ class Replay:
         if known is None and version == 0:  # the rows it holds: no need to read them
             self.remember_manifest(info.run_id, version, new)
         elif known is not None and version == known[0] + 1 and known[1].schema.equals(new.schema):
-            self.remember_manifest(info.run_id, version, pa.concat_tables([known[1], new]))
+            # (one chunk: a run continued for days would gain a chunk per commit)
+            self.remember_manifest(info.run_id, version,
+                                   pa.concat_tables([known[1], new]).combine_chunks())
         return reports, state_version
 
     def _commit_group(self, info: RunInfo, tables: dict[str, str], plan: StepPlan,

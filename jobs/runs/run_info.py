@@ -109,14 +109,40 @@ def load_run_file(path: Path) -> RunInfo:
     missing, unknown, of the wrong type or out of range) is a :class:`ReplayError` naming it
     and, for a bad field, the field."""
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text()
+        data = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ReplayError(f"{path}: not a readable run description ({exc}); {AFRESH}") from exc
+    if _CHECKED.get(path) == _digest(text):  # (checked, or written here, as it is)
+        return RunInfo(**data)
     try:
-        return _checked(data, path.parent.name)
+        info = _checked(data, path.parent.name)
     except _BadField as exc:
         raise ReplayError(f"{path}: not a readable run description (field {exc.where}: "
                           f"{exc.problem}); {AFRESH}") from None
+    note_checked(path, text)
+    return info
+
+
+#: The digest of the last text of each ``run.json`` (the last :data:`_CHECKED_KEPT`) that was
+#: checked or written by this process: it is not checked again while it has that text. Its
+#: lists (files, cut points, segments) grow with every segment of a continued run, and a
+#: continuation reads it three times.
+_CHECKED: dict[Path, bytes] = {}
+_CHECKED_KEPT = 16
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def note_checked(path: Path, text: str) -> None:
+    """Note that ``text``, the content of the ``run.json`` at ``path``, needs no checking (it
+    was checked, or written from a :class:`RunInfo`)."""
+    _CHECKED.pop(path, None)
+    if len(_CHECKED) >= _CHECKED_KEPT:
+        del _CHECKED[next(iter(_CHECKED))]
+    _CHECKED[path] = _digest(text)
 
 
 AFRESH = "remove the run's directory to replay it afresh"

@@ -23,7 +23,7 @@ from urllib.parse import unquote
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jobs.runs.run_info import ReplayError
+from jobs.runs.run_info import ReplayError, note_checked
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
 from jobs.storage.delta_log import log_actions
 from jobs.storage.staging import stage_table
@@ -67,13 +67,18 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | N
 
 
 def save_run(replay: Replay, info: RunInfo) -> None:
-    """Write ``run.json`` atomically."""
+    """Write ``run.json`` atomically: one field a line, each value compact (the lists of files,
+    cut points and segments grow with every segment; JSON's indented form is written by a
+    pure-Python encoder, ten times slower)."""
     run_file = replay.warehouse.run_dir(info.run_id) / "run.json"
     tmp = run_file.with_suffix(".tmp")
     # (its fields hold plain JSON values: no deep copy through ``asdict``)
-    fields_ = {f.name: getattr(info, f.name) for f in fields(info)}
-    tmp.write_text(json.dumps(fields_, indent=1, default=str))
+    lines = [f"{json.dumps(f.name)}: {json.dumps(getattr(info, f.name), default=str)}"
+             for f in fields(info)]
+    text = "{\n" + ",\n".join(lines) + "\n}\n"
+    tmp.write_text(text)
     os.replace(tmp, run_file)
+    note_checked(run_file, text)
 
 
 def pending(info: RunInfo) -> dict | None:
@@ -104,8 +109,9 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
     files must come back too (a file removed since the last kept batch)."""
     storage, run_id = replay.storage, info.run_id
     manifest = replay.manifest(run_id)
-    rows = manifest.to_pylist()
-    last_kept = rows[keep - 1] if 0 < keep <= len(rows) else None
+    # (the one row needed: the manifest gains rows with every segment)
+    last_kept = manifest.slice(keep - 1, 1).to_pylist()[0] if 0 < keep <= manifest.num_rows \
+        else None
     meta = {"reprise.run": run_id, "reprise.rewind": str(keep), "reprise.segment": str(segment)}
 
     def table(kind: str) -> str:

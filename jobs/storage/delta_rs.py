@@ -74,6 +74,12 @@ def _exists(path: str) -> bool:
 
 #: How many file lists of versions, and snapshots of past versions, the delta-rs storage keeps.
 _KEPT = 16
+#: How many versions past the one it was opened at a table's handle is brought up to date before
+#: it is opened again (from the table's latest checkpoint): delta-rs 1.6 updates a handle more
+#: slowly with every version it has read since it was opened (see :meth:`checkpoint`), and the
+#: handle of a table another process writes (the recording a ``follow`` reads) is otherwise
+#: never opened again.
+_REOPEN_AFTER = 100
 
 
 def _made(root: str) -> bytes | None:
@@ -250,6 +256,8 @@ class DeltaRsStorage(DeltaStorage):
     #: Open handles on tables this process commits to, brought up to date before each use
     #: (reading the new log entries is cheaper than opening the table again).
     _latest: dict[str, DeltaTable] = field(init=False, default_factory=dict, repr=False)
+    #: The version each handle of ``_latest`` was opened at (see :data:`_REOPEN_AFTER`).
+    _opened: dict[str, int] = field(init=False, default_factory=dict, repr=False)
     #: The appends this process wrote past its open handle's version, or since it made the
     #: table (no handle needed). The handle reads them when next brought up to date
     #: (:meth:`_current`); commits and :meth:`version` need not.
@@ -262,7 +270,8 @@ class DeltaRsStorage(DeltaStorage):
         log = f"{root}/_delta_log/{{:020d}}.json"
         # (a handle whose version's log entry is gone belongs to a table deleted and made again:
         # it is opened afresh below)
-        if dt is not None and _exists(log.format(dt.version())):
+        if dt is not None and _exists(log.format(dt.version())) and (
+                dt.version() - self._opened.get(root, 0) < _REOPEN_AFTER):
             if _exists(log.format(dt.version() + 1)):  # another writer committed since
                 try:
                     dt.update_incremental()
@@ -272,6 +281,7 @@ class DeltaRsStorage(DeltaStorage):
         if not DeltaTable.is_deltatable(root):
             return None
         self._latest[root] = dt = self._table(root)
+        self._opened[root] = dt.version()
         return dt
 
     def _table(self, path: str, version: int | None = None) -> DeltaTable:
@@ -610,6 +620,7 @@ class DeltaRsStorage(DeltaStorage):
         # read since it was opened (delta-rs 1.6: about 0.1 ms more per commit and version);
         # opened again (when next used), it starts from the checkpoint.
         self._latest.pop(_local(path).rstrip("/"), None)
+        self._opened.pop(_local(path).rstrip("/"), None)
         return True
 
     def txn_version(self, path: str, app_id: str) -> int | None:

@@ -33,10 +33,8 @@ def referenced_files(table: Path, skip: frozenset[str] = frozenset()) -> set[Pat
     found: set[Path] = set()
     if not log.is_dir():
         return found
-    for entry in log.iterdir():
-        name = entry.name
-        if name in skip:
-            continue
+    for name in set(os.listdir(log)) - skip:  # (a run's log grows by commits every segment)
+        entry = log / name
         if name.endswith(".json") and name[:20].isdigit():
             try:
                 actions = [json.loads(line) for line in entry.read_text().splitlines()

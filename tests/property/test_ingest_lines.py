@@ -57,3 +57,23 @@ def test_each_jsonl_line_is_exactly_one_row(data: list[str]) -> None:
     assert result.total == len(data)
     assert result.quarantined["line"].to_pylist() == sorted(set(
         result.quarantined["line"].to_pylist()))
+
+
+NOTED = RecordingSpec(name="n", columns={"k": "string", "ts": "timestamp", "note": "string"},
+                      key="k", time="ts")
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(131_000, 140_000), st.sampled_from(["y", ",", '"', "é"]),
+                          st.booleans()), min_size=1, max_size=4))
+def test_a_long_csv_field_is_one_value_taken_whole(fields: list[tuple[int, str, bool]]) -> None:
+    values = ["y" * size + mark for size, mark, _ in fields]
+    cells = ['"' + v.replace('"', '""') + '"' if quoted or "," in v or '"' in v else v
+             for v, (_, _, quoted) in zip(values, fields, strict=True)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "f.csv"
+        path.write_text("k,ts,note\n" + "".join(f"k{i},2026-01-01T00:00:00Z,{c}\n"
+                                                for i, c in enumerate(cells)), encoding="utf-8")
+        result = read_file(path, NOTED)
+    assert result.quarantined.num_rows == 0
+    assert result.good["note"].to_pylist() == values

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from engine.batch_plans import MANY_BATCHES, PlanError, batch_count_warning, parse_plan
+from engine.batch_plans import (
+    MANY_BATCHES,
+    InputFile,
+    PlanError,
+    batch_count_warning,
+    commit_cuts,
+    parse_plan,
+)
 from engine.catalog import parse_query, parse_recording
 from engine.specs import CatalogError
 
@@ -50,3 +59,20 @@ def test_more_batches_than_the_sane_count_give_a_one_line_warning():
     assert batch_count_warning(MANY_BATCHES, "rows:1") is None
     warning = batch_count_warning(300_000, "rows:1")
     assert warning is not None and "300,000 batches" in warning and "\n" not in warning
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), max_size=20))
+def test_commit_cuts_start_a_batch_where_each_commit_starts(commits):
+    """Files in arrival order (commit version, then within it), each commit's files together."""
+    files, offset = [], 0
+    for i, (version, rows) in enumerate(sorted(commits)):
+        files.append(InputFile(uri=f"f{i}", commit_version=version, rows=rows, offset=offset))
+        offset += rows
+    cuts = commit_cuts(files, offset)
+    versions = sorted({f.commit_version for f in files})
+    assert cuts[0] == 0 and cuts[-1] == offset and len(cuts) == max(2, len(versions) + 1)
+    for version, cut in zip(versions[1:], cuts[1:-1], strict=True):
+        first = next(f for f in files if f.commit_version == version)
+        assert cut == first.offset
+        assert all(f.offset + f.rows <= cut for f in files if f.commit_version < version)

@@ -279,6 +279,47 @@ def test_a_value_of_the_wrong_type_quarantines_its_row(tmp_path: Path, fmt: str)
     assert reasons(result)[0].startswith("column 'n': ") and "not an int" in reasons(result)[0]
 
 
+# ---------------------------------------------------------------- long text values
+
+NOTED = RecordingSpec(name="n", columns={"k": "string", "ts": "timestamp", "note": "string"},
+                      key="k", time="ts")
+CSV_FIELD_LIMIT = 131_072  # Python's csv module default: a field past it used to be refused
+LONG_TEXTS = ["y" * (CSV_FIELD_LIMIT - 1), "y" * CSV_FIELD_LIMIT, "y" * (CSV_FIELD_LIMIT + 1),
+              "y" * 200_000, 'a,"b\'' + "y" * 200_000]
+
+
+def long_texts(fmt: str, tmp: Path) -> Path:
+    if fmt == "csv":
+        quoted = ['"' + v.replace('"', '""') + '"' for v in LONG_TEXTS]
+        return write_csv(tmp / "f.csv", ["k", "ts", "note"],
+                         [[f"k{i}", T, v] for i, v in enumerate(quoted)])
+    if fmt == "jsonl":
+        return write_jsonl(tmp / "f.jsonl", [json.dumps({"k": f"k{i}", "ts": T, "note": v})
+                                             for i, v in enumerate(LONG_TEXTS)])
+    path = tmp / "f.parquet"
+    pq.write_table(pa.table({"k": [f"k{i}" for i in range(len(LONG_TEXTS))],
+                             "ts": [T] * len(LONG_TEXTS), "note": LONG_TEXTS}), path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_text_values_have_no_length_limit_in_any_format(tmp_path: Path, fmt: str) -> None:
+    result = read_file(long_texts(fmt, tmp_path), NOTED)
+    assert result.quarantined.num_rows == 0
+    assert result.good["note"].to_pylist() == LONG_TEXTS
+
+
+def test_a_long_unquoted_csv_field_is_taken_whole_beside_short_ones(tmp_path: Path) -> None:
+    long = "z" * (CSV_FIELD_LIMIT + 1)
+    path = write_csv(tmp_path / "f.csv", ["k", "ts", "note"],
+                     [["a", T, long], ["b", T, "short"], [long, T, "key"]])
+    result = read_file(path, NOTED)
+    assert result.good.to_pylist() == [
+        {"k": "a", "ts": at(2026, 1, 1), "note": long},
+        {"k": "b", "ts": at(2026, 1, 1), "note": "short"},
+        {"k": long, "ts": at(2026, 1, 1), "note": "key"}]
+
+
 # ---------------------------------------------------------------- exact integers
 
 def exact(fmt: str, tmp: Path) -> Path:
