@@ -21,7 +21,7 @@ def build_assets(catalog: Catalog) -> list[dg.AssetsDefinition]:
         if family_of(q.kind, q.source).single_input:
             by_recording.setdefault(q.input, []).append(q)
         else:
-            assets.append(build_replay_asset(q))
-    assets += [build_shared_replays(name, queries)
+            assets.append(build_replay_asset(q, catalog.recordings))
+    assets += [build_shared_replays(name, queries, catalog.recordings)
                for name, queries in sorted(by_recording.items())]
     return assets
