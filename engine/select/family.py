@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from ..catalog import QuerySpec, RecordingSpec
-from ..family import QueryFamily, Reference
+from ..family import QueryFamily, Reference, RowIdentity
 from ..operator import KeyedOperator
 from .operator import SelectOperator
 from .reference import select_reference
-from .spec import SelectSpec, parse_select_query
+from .spec import ARRIVAL, SelectSpec, parse_select_query
 
 
 class SelectFamily(QueryFamily):
@@ -35,6 +35,11 @@ class SelectFamily(QueryFamily):
         recording = self.input_recording(query, recordings)
         spec = self.parse(query, recording)
         return tuple(dict.fromkeys([spec.key, query.time or recording.time, *spec.columns]))
+
+    def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> RowIdentity:
+        """A selected row is identified by the arrival sequence of its event."""
+        return RowIdentity(columns=(ARRIVAL,))
 
 
 FAMILY = SelectFamily()

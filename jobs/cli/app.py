@@ -497,6 +497,7 @@ def runs(warehouse: Warehouse_ = None) -> None:
     print_table(table)
 
 
+import jobs.cli.diff_command  # noqa: E402, F401  (registers `reprise diff` on app)
 from jobs.cli import analyze  # noqa: E402, F401  (registers `reprise analyze` on app)
 
 

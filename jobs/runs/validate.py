@@ -67,10 +67,14 @@ def _null(v: object) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
-def _same(a: object, b: object, exact: bool = False) -> bool:
+def same_value(a: object, b: object, exact: bool = False) -> bool:
     """Equal values; floats within the tolerance unless ``exact`` (an int column: whatever
     pandas held the values in, Python compares an int with a float exactly, so a value that
-    went through float64 and lost its last bits differs)."""
+    went through float64 and lost its last bits differs); lists element by element."""
+    a, b = (v.tolist() if isinstance(v, np.ndarray) else v for v in (a, b))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y, exact) for x, y in zip(a, b,
+                                                                                 strict=True))
     a, b = (v.item() if isinstance(v, np.generic) else v for v in (a, b))
     if _null(a) or _null(b):
         return _null(a) and _null(b)
@@ -79,9 +83,28 @@ def _same(a: object, b: object, exact: bool = False) -> bool:
     return a == b
 
 
+def same_values(a: pd.Series, b: pd.Series, exact: bool = False) -> np.ndarray:
+    """:func:`same_value` of each pair of ``a`` and ``b`` (aligned series), vectorised for
+    numbers: floats (where either side holds floats, unless ``exact``) within the same
+    tolerance, everything else exactly; null equals null only."""
+    both_null = (a.isna() & b.isna()).to_numpy(dtype=bool)
+    kinds = {a.dtype.kind, b.dtype.kind}
+    if kinds <= {"i", "u", "f"} and not exact and "f" in kinds:
+        x, y = (s.to_numpy(dtype="float64", na_value=np.nan) for s in (a, b))
+        with np.errstate(invalid="ignore"):
+            close = np.abs(x - y) <= np.maximum(REL_TOL * np.maximum(np.abs(x), np.abs(y)),
+                                                ABS_TOL)
+        return close | (x == y) | both_null
+    if kinds <= {"i", "u", "b", "M", "m"} or (kinds <= {"i", "u", "f"} and exact):
+        equal = (a == b).to_numpy(dtype=bool, na_value=False)
+        return equal | both_null
+    return np.fromiter((same_value(x, y, exact) for x, y in zip(a, b, strict=True)),
+                       dtype=bool, count=len(a))
+
+
 def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str],
                 schema: pa.Schema | None = None) -> Diff:
-    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`_same`,
+    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`same_value`,
     exactly where ``schema`` (the output's) declares an integer column."""
     diff = Diff()
     values = [c for c in reference.columns if c not in keys]
@@ -97,7 +120,7 @@ def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str],
         got = seen.get(k)
         if got is None:
             diff.missing.append(ref)
-        elif not all(_same(got[c], ref[c], c in ints) for c in values):
+        elif not all(same_value(got[c], ref[c], c in ints) for c in values):
             diff.different.append((got, ref))
     diff.extra = [row for k, row in seen.items() if k not in expected]
     return diff
