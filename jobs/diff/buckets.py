@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
@@ -19,10 +20,14 @@ from jobs.storage import DeltaStorage
 
 #: Rows of both sides a bucket holds on average: bounds the memory of one comparison.
 ROWS_PER_BUCKET = 200_000
+#: The column of the spilled rows holding their identity's hash (:func:`row_hashes`).
+ROW_HASH = "__row_hash"
 #: Rows read from a Parquet file at a time.
 READ_ROWS = 65_536
-#: Each identity column hashes into this range (a prime) before the columns are combined.
+#: A text identity column hashes into this range (a prime) before the columns are combined.
 HASH_SPACE = 2**61 - 1
+#: The hash of a null number or time.
+NULL_HASH = 0x9E3779B97F4A7C15
 
 
 def bucket_count(rows: int) -> int:
@@ -30,17 +35,30 @@ def bucket_count(rows: int) -> int:
     return max(1, math.ceil(rows / ROWS_PER_BUCKET))
 
 
-def row_buckets(table: pa.Table, columns: list[str], buckets: int) -> np.ndarray:
-    """The bucket of each row of ``table``: a stable hash of its values of ``columns`` (rows
-    with equal values, nulls included, share a bucket in either run)."""
+def column_hashes(column: pa.ChunkedArray) -> np.ndarray:
+    """A stable 64-bit hash of each value of ``column``, equal for equal values (nulls
+    included): numbers and times hashed as they are, other values (text) once per distinct
+    value."""
+    kind = column.type
+    if (pa.types.is_integer(kind) or pa.types.is_temporal(kind) or pa.types.is_boolean(kind)
+            or pa.types.is_floating(kind)):
+        floating = pa.types.is_floating(kind)
+        numbers = column.cast(pa.float64() if floating else pa.int64())
+        values = numbers.fill_null(0).to_numpy()
+        hashed = pd.util.hash_array(values + 0.0 if floating else values)  # (-0.0 is 0.0)
+        hashed[numbers.is_null().to_numpy(zero_copy_only=False)] = np.uint64(NULL_HASH)
+        return hashed
+    return key_buckets(column, HASH_SPACE).astype(np.uint64)
+
+
+def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:
+    """A stable 64-bit hash of each row's values of ``columns`` (equal values, nulls included,
+    hash alike in either run)."""
     hashed = np.zeros(table.num_rows, dtype=np.uint64)
-    if buckets == 1:
-        return hashed.astype(np.int64)
     with np.errstate(over="ignore"):
         for name in columns:
-            part = key_buckets(table.column(name), HASH_SPACE).astype(np.uint64)
-            hashed = hashed * np.uint64(1_000_003) + part
-    return (hashed % np.uint64(buckets)).astype(np.int64)
+            hashed = hashed * np.uint64(1_000_003) + column_hashes(table.column(name))
+    return hashed
 
 
 def scan(storage: DeltaStorage, path: str, version: int | None, schema: pa.Schema
@@ -71,14 +89,18 @@ class Spill:
     in memory when there is one bucket."""
 
     def __init__(self, buckets: int, schemas: tuple[pa.Schema, pa.Schema]):
-        self.buckets, self.schemas = buckets, schemas
+        self.buckets = buckets
+        self.schemas = tuple(s.append(pa.field(ROW_HASH, pa.uint64())) for s in schemas)
         self._memory: dict[int, list[pa.Table]] = {0: [], 1: []}
         self._directory = tempfile.TemporaryDirectory(prefix="reprise-diff-") \
             if buckets > 1 else None
         self._writers: dict[tuple[int, int], ipc.RecordBatchFileWriter] = {}
 
-    def add(self, side: int, table: pa.Table, of: np.ndarray) -> None:
-        """Add rows of ``side`` whose buckets are ``of``."""
+    def add(self, side: int, table: pa.Table, hashes: np.ndarray) -> None:
+        """Add rows of ``side`` whose identities hash to ``hashes`` (kept as
+        :data:`ROW_HASH`; the hash picks the bucket)."""
+        table = table.append_column(ROW_HASH, pa.array(hashes, pa.uint64()))
+        of = (hashes % np.uint64(self.buckets)).astype(np.int64)
         if self._directory is None:
             self._memory[side].append(table)
             return

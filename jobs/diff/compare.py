@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from jobs.diff.buckets import ROW_HASH
 from jobs.runs.validate import same_values
 
 #: The number of a row among the rows of its identity group (see
@@ -88,49 +90,132 @@ def exact_frame(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_EXACT_TYPES.get)
 
 
-def numbered(frame: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """``frame`` with each row's :data:`EMISSION`: its number among the rows of its identity
-    group, in the order of the layout's ``order`` then of its batch."""
-    frame = frame.sort_values([*layout.order, "batch"], kind="stable") \
-        if len(frame) else frame
-    numbers = (frame.groupby(list(layout.identity), dropna=False, sort=False).cumcount()
-               if layout.identity else pd.Series(np.arange(len(frame)), index=frame.index))
-    return frame.assign(**{EMISSION: numbers.to_numpy(dtype="int64")})
+def matched(ids_a: np.ndarray, ids_b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows of each side whose ids are equal, as pairs of positions (A's, B's); None when
+    two rows of one side have one id."""
+    oa, ob = np.argsort(ids_a), np.argsort(ids_b)
+    sa, sb = ids_a[oa], ids_b[ob]
+    if (sa[1:] == sa[:-1]).any() or (sb[1:] == sb[:-1]).any():
+        return None
+    if not len(sb):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    at = np.minimum(np.searchsorted(sb, sa), len(sb) - 1)
+    hit = sb[at] == sa
+    return oa[hit], ob[at[hit]]
+
+
+def same_identities(a: pa.Table, b: pa.Table, ia: np.ndarray, ib: np.ndarray,
+                    columns: tuple[str, ...]) -> bool:
+    """Rows ``ia`` of ``a`` have the values of rows ``ib`` of ``b`` in ``columns`` (nulls
+    equal)."""
+    for c in columns:
+        x, y = a.column(c).take(pa.array(ia)), b.column(c).take(pa.array(ib))
+        same = pc.or_kleene(pc.equal(x, y), pc.and_(pc.is_null(x), pc.is_null(y)))
+        if not pc.all(same.fill_null(False)).as_py():
+            return False
+    return True
+
+
+def pairs(a: pa.Table, b: pa.Table, fa: pd.DataFrame, fb: pd.DataFrame, layout: Layout
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of A and B (``fa``, ``fb``: as pandas) with equal identities, as pairs of
+    positions, and each row's emission (A's rows first). Rows that need no numbering (no
+    ``order``, no two rows of a side with one identity) pair by their identity hashes
+    (:data:`ROW_HASH`), checked for equal identities; others by :func:`row_ids`."""
+    if not layout.order:
+        found = matched(fa[ROW_HASH].to_numpy(), fb[ROW_HASH].to_numpy())
+        if found is not None and same_identities(a, b, *found, layout.identity):
+            return *found, np.zeros(len(fa) + len(fb), dtype=np.int64)
+    ids_a, ids_b, emission = row_ids(fa, fb, layout)
+    found = matched(ids_a, ids_b)
+    assert found is not None  # (an identity and its emission are one row's)
+    return *found, emission
+
+
+def row_ids(a: pd.DataFrame, b: pd.DataFrame, layout: Layout
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An id for each row of each side, equal on the two sides exactly when the rows' identities
+    are (their identity group, nulls equal to nulls, and their emission: their number among
+    the rows of their group, in the order of the layout's ``order`` then of their batch); and
+    the emission of the rows of both sides (A's rows first)."""
+    rows = len(a) + len(b)
+    group, groups = np.zeros(rows, dtype=np.int64), 1
+    for c in layout.identity:
+        codes, uniques = pd.factorize(pd.concat([a[c], b[c]], ignore_index=True),
+                                      use_na_sentinel=False)
+        group, found = pd.factorize(group * len(uniques) + codes)
+        group, groups = group.astype(np.int64), len(found)
+    side = np.repeat(np.array([0, 1], dtype=np.int64), [len(a), len(b)])
+    emission = np.zeros(rows, dtype=np.int64)
+    shared = np.bincount(group * 2 + side, minlength=2 * groups).max(initial=0) > 1
+    if layout.order or shared:  # rows of one side share an identity: number them
+        ordering = pd.DataFrame({"side": side, "group": group, **{
+            c: pd.concat([a[c], b[c]], ignore_index=True) for c in (*layout.order, "batch")}})
+        order = ordering.sort_values(list(ordering.columns), kind="stable").index.to_numpy()
+        key = (group * 2 + side)[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        place = np.arange(rows) - np.repeat(starts, np.diff(np.r_[starts, rows]))
+        emission[order] = place
+    ids = group * (int(emission.max(initial=0)) + 1) + emission
+    return ids[:len(a)], ids[len(a):], emission
+
+
+def side_by_side(kind: str, layout: Layout, a: pd.DataFrame | None, b: pd.DataFrame | None,
+                 emission: np.ndarray, changed_columns: list[str]) -> pd.DataFrame:
+    """Differences of one kind: the rows ``a`` and ``b`` (either may be None: the row is only in
+    the other side), aligned, both sides' values side by side."""
+    one = a if a is not None else b
+    assert one is not None
+    one = one.reset_index(drop=True)
+    n = len(one)
+
+    def column(frame: pd.DataFrame | None, name: str) -> pd.Series:
+        if frame is None:  # nulls of the other side's type
+            return one[name].iloc[:0].reindex(pd.RangeIndex(n))
+        return frame[name].reset_index(drop=True)
+
+    columns: dict[str, object] = {DIFFERENCE: np.full(n, kind, dtype=object)}
+    for c in layout.identity:
+        columns[c] = one[c]
+    columns[EMISSION] = emission
+    for s, frame in (("a", a), ("b", b)):
+        columns[f"batch_{s}"] = column(frame, "batch")
+    for c in layout.values:
+        for s, frame in (("a", a), ("b", b)):
+            columns[f"{c}_{s}"] = column(frame, c)
+    columns[CHANGED_COLUMNS] = changed_columns
+    return pd.DataFrame(columns)
 
 
 def compare_bucket(a: pa.Table, b: pa.Table, layout: Layout) -> BucketResult:
     """Compare the rows of a bucket of each side (tables with the identity, value and ``batch``
-    columns of ``layout``)."""
-    keys = layout.keys
-    merged = numbered(exact_frame(a), layout).merge(
-        numbered(exact_frame(b), layout), on=keys, how="outer", suffixes=("_a", "_b"),
-        indicator=True, sort=False)
-    side = merged.pop("_merge").to_numpy()
-    both = side == "both"
-    differs = {c: both & ~same_values(merged[f"{c}_a"], merged[f"{c}_b"], c in layout.exact)
-               for c in layout.values}
+    columns of ``layout``): rows are paired by identity (:func:`pairs`), paired rows compared
+    column by column."""
+    fa, fb = exact_frame(a), exact_frame(b)
+    ia, ib, emission = pairs(a, b, fa, fb, layout)
+    only_a, only_b = np.ones(len(fa), dtype=bool), np.ones(len(fb), dtype=bool)
+    only_a[ia], only_b[ib] = False, False
+    pa_, pb = fa.iloc[ia].reset_index(drop=True), fb.iloc[ib].reset_index(drop=True)
+    differs = {c: ~same_values(pa_[c], pb[c], c in layout.exact) for c in layout.values}
     changed = (np.logical_or.reduce(list(differs.values())) if differs
-               else np.zeros(len(merged), dtype=bool))
-    batch_a, batch_b = (merged[f"batch_{s}"].to_numpy(dtype="float64", na_value=np.nan)
-                        for s in "ab")
-    moved = both & ~changed & (batch_a != batch_b)
-    kind = np.select([side == "left_only", side == "right_only", changed],
-                     list(KINDS), default="")
-    counts = Counts(only_a=int((side == "left_only").sum()),
-                    only_b=int((side == "right_only").sum()), changed=int(changed.sum()),
-                    equal=int((both & ~changed).sum()), moved=int(moved.sum()),
+               else np.zeros(len(ia), dtype=bool))
+    batches = [frame["batch"].to_numpy(dtype="float64", na_value=np.nan) for frame in (fa, fb)]
+    moved = ~changed & (batches[0][ia] != batches[1][ib])
+    counts = Counts(only_a=int(only_a.sum()), only_b=int(only_b.sum()),
+                    changed=int(changed.sum()), equal=int((~changed).sum()),
+                    moved=int(moved.sum()),
                     changed_columns={c: int(d.sum()) for c, d in differs.items() if d.any()})
-    diverging = (kind != "") | moved
-    first = np.fmin(batch_a, batch_b)[diverging]
-    first_batch = int(first.min()) if len(first) else None
-    rows = kind != ""
-    differences = merged[rows]
+    firsts = np.concatenate([batches[0][only_a], batches[1][only_b],
+                             np.fmin(batches[0][ia], batches[1][ib])[changed | moved]])
+    first_batch = int(firsts.min()) if len(firsts) else None
     names = np.array(list(differs))
-    columns_changed = [",".join(names[list(flags)]) for flags in
-                       zip(*(d[rows] for d in differs.values()), strict=True)] \
-        if differs else [""] * int(rows.sum())
-    differences = differences.assign(**{DIFFERENCE: kind[rows],
-                                        CHANGED_COLUMNS: columns_changed})
-    ordered = [DIFFERENCE, *keys, "batch_a", "batch_b",
-               *(f"{c}_{s}" for c in layout.values for s in "ab"), CHANGED_COLUMNS]
-    return BucketResult(counts, differences[ordered].reset_index(drop=True), first_batch)
+    changed_names = [",".join(names[list(flags)]) for flags in
+                     zip(*(d[changed] for d in differs.values()), strict=True)]
+    parts = [side_by_side("only_a", layout, fa[only_a], None,
+                          emission[:len(fa)][only_a], [""] * counts.only_a),
+             side_by_side("only_b", layout, None, fb[only_b],
+                          emission[len(fa):][only_b], [""] * counts.only_b),
+             side_by_side("changed", layout, pa_[changed], pb[changed],
+                          emission[:len(fa)][ia][changed], changed_names)]
+    differences = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+    return BucketResult(counts, differences, first_batch)

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from engine.errors import RepriseError
 from engine.family import RowIdentity
-from jobs.diff.buckets import Spill, bucket_count, row_buckets, scan
+from jobs.diff.buckets import Spill, bucket_count, row_hashes, scan
 from jobs.diff.compare import Counts, Layout, compare_bucket
 from jobs.diff.written import DifferenceTables, differences_schema
 from jobs.storage import DeltaStorage
@@ -107,7 +107,7 @@ def compare_table(storage: DeltaStorage, layout: Layout, sides: tuple[TableSide,
         for i, side in enumerate(sides):
             for part in scan(storage, side.path, None, read[i]):
                 part = with_batch(part, side)
-                spill.add(i, part, row_buckets(part, list(layout.identity), buckets))
+                spill.add(i, part, row_hashes(part, list(layout.identity)))
         for bucket in range(buckets):
             found = compare_bucket(spill.rows(0, bucket), spill.rows(1, bucket), layout)
             result.counts.add(found.counts)

@@ -95,7 +95,8 @@ def same_values(a: pd.Series, b: pd.Series, exact: bool = False) -> np.ndarray:
             close = np.abs(x - y) <= np.maximum(REL_TOL * np.maximum(np.abs(x), np.abs(y)),
                                                 ABS_TOL)
         return close | (x == y) | both_null
-    if kinds <= {"i", "u", "b", "M", "m"} or (kinds <= {"i", "u", "f"} and exact):
+    plain = {pd.api.types.infer_dtype(s, skipna=True) for s in (a, b)} <= {"string", "empty"}
+    if kinds <= {"i", "u", "b", "M", "m"} or (kinds <= {"i", "u", "f"} and exact) or plain:
         equal = (a == b).to_numpy(dtype=bool, na_value=False)
         return equal | both_null
     return np.fromiter((same_value(x, y, exact) for x, y in zip(a, b, strict=True)),

@@ -9,6 +9,7 @@ import math
 import subprocess
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
 from jobs.cli.app import app
+from jobs.diff import buckets
 from jobs.diff.run_diff import diff_sides
 from jobs.diff.sides import resolve_sides
 from jobs.runs.replay import Replay
@@ -164,16 +166,19 @@ MAKERS = {"window": window_query, "qre": qre_query, "select": select_query}
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(kind=st.sampled_from(sorted(PAIRS)), data=st.data(), seed=st.integers(0, 10_000),
-       n=st.integers(0, 90), commits=st.integers(1, 3))
+       n=st.integers(0, 90), commits=st.integers(1, 3),
+       rows_per_bucket=st.sampled_from([7, 50, buckets.ROWS_PER_BUCKET]))
 def test_diff_counts_equal_an_independent_join_of_the_two_runs(storage, kind, data, seed, n,
-                                                               commits):
+                                                               commits, rows_per_bucket):
+    """Also with buckets of a few rows (the comparison spilled to files, bucket by bucket)."""
     first, second = data.draw(PAIRS[kind], label="query pair")
     make = MAKERS[kind]
     root = Path(tempfile.mkdtemp(prefix="reprise-diff-"))
     runner = project(root, {"qa": make("qa", **first), "qb": make("qb", **second)}, storage,
                      recording(seed, n), commits)
     a, b = resolve_sides(runner, "qa", "qb", lambda line: None)
-    report = diff_sides(runner, a, b, limit=5).to_json()
+    with mock.patch.object(buckets, "ROWS_PER_BUCKET", rows_per_bucket):
+        report = diff_sides(runner, a, b, limit=5).to_json()
     expected = independent(runner, a.info.run_id, b.info.run_id, kind)
     for table in ("output", "late", "quarantine"):
         got = {k: report[table][k] for k in ("only_a", "only_b", "changed")}
