@@ -1,6 +1,6 @@
 """One bucket of one table of two runs compared: rows only in A, only in B, changed (same
 identity, a value differs: integers exactly, doubles beyond the tolerance of
-:func:`jobs.runs.validate.same_values`) or equal."""
+:func:`jobs.runs.validate.same_arrays`) or equal."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.diff.buckets import ROW_HASH
-from jobs.runs.validate import same_values
+from jobs.runs.validate import same_arrays
 
 #: The number of a row among the rows of its identity group (see
 #: :class:`engine.family.RowIdentity`).
@@ -116,17 +116,19 @@ def same_identities(a: pa.Table, b: pa.Table, ia: np.ndarray, ib: np.ndarray,
     return True
 
 
-def pairs(a: pa.Table, b: pa.Table, fa: pd.DataFrame, fb: pd.DataFrame, layout: Layout
+def pairs(a: pa.Table, b: pa.Table, layout: Layout
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows of A and B (``fa``, ``fb``: as pandas) with equal identities, as pairs of
-    positions, and each row's emission (A's rows first). Rows that need no numbering (no
-    ``order``, no two rows of a side with one identity) pair by their identity hashes
-    (:data:`ROW_HASH`), checked for equal identities; others by :func:`row_ids`."""
+    """The rows of A and B with equal identities, as pairs of positions, and each row's
+    emission (A's rows first). Rows that need no numbering (no ``order``, no two rows of a side
+    with one identity) pair by their identity hashes (:data:`ROW_HASH`), checked for equal
+    identities; others by :func:`row_ids`."""
     if not layout.order:
-        found = matched(fa[ROW_HASH].to_numpy(), fb[ROW_HASH].to_numpy())
+        found = matched(np.asarray(a.column(ROW_HASH)), np.asarray(b.column(ROW_HASH)))
         if found is not None and same_identities(a, b, *found, layout.identity):
-            return *found, np.zeros(len(fa) + len(fb), dtype=np.int64)
-    ids_a, ids_b, emission = row_ids(fa, fb, layout)
+            return *found, np.zeros(a.num_rows + b.num_rows, dtype=np.int64)
+    columns = list(dict.fromkeys([*layout.identity, *layout.order, "batch"]))
+    ids_a, ids_b, emission = row_ids(exact_frame(a.select(columns)),
+                                     exact_frame(b.select(columns)), layout)
     found = matched(ids_a, ids_b)
     assert found is not None  # (an identity and its emission are one row's)
     return *found, emission
@@ -188,18 +190,18 @@ def side_by_side(kind: str, layout: Layout, a: pd.DataFrame | None, b: pd.DataFr
 
 
 def compare_bucket(a: pa.Table, b: pa.Table, layout: Layout) -> BucketResult:
-    """Compare the rows of a bucket of each side (tables with the identity, value and ``batch``
-    columns of ``layout``): rows are paired by identity (:func:`pairs`), paired rows compared
-    column by column."""
-    fa, fb = exact_frame(a), exact_frame(b)
-    ia, ib, emission = pairs(a, b, fa, fb, layout)
-    only_a, only_b = np.ones(len(fa), dtype=bool), np.ones(len(fb), dtype=bool)
-    only_a[ia], only_b[ib] = False, False
-    pa_, pb = fa.iloc[ia].reset_index(drop=True), fb.iloc[ib].reset_index(drop=True)
-    differs = {c: ~same_values(pa_[c], pb[c], c in layout.exact) for c in layout.values}
+    """Compare the rows of a bucket of each side (tables with the identity, value, ``batch``
+    and :data:`ROW_HASH` columns of ``layout``): rows are paired by identity (:func:`pairs`),
+    paired rows compared column by column."""
+    ia, ib, emission = pairs(a, b, layout)
+    take_a, take_b = pa.array(ia, pa.int64()), pa.array(ib, pa.int64())
+    differs = {c: ~same_arrays(a.column(c).take(take_a), b.column(c).take(take_b),
+                               c in layout.exact) for c in layout.values}
     changed = (np.logical_or.reduce(list(differs.values())) if differs
                else np.zeros(len(ia), dtype=bool))
-    batches = [frame["batch"].to_numpy(dtype="float64", na_value=np.nan) for frame in (fa, fb)]
+    only_a, only_b = np.ones(a.num_rows, dtype=bool), np.ones(b.num_rows, dtype=bool)
+    only_a[ia], only_b[ib] = False, False
+    batches = [np.asarray(t.column("batch"), dtype="float64") for t in (a, b)]
     moved = ~changed & (batches[0][ia] != batches[1][ib])
     counts = Counts(only_a=int(only_a.sum()), only_b=int(only_b.sum()),
                     changed=int(changed.sum()), equal=int((~changed).sum()),
@@ -211,11 +213,13 @@ def compare_bucket(a: pa.Table, b: pa.Table, layout: Layout) -> BucketResult:
     names = np.array(list(differs))
     changed_names = [",".join(names[list(flags)]) for flags in
                      zip(*(d[changed] for d in differs.values()), strict=True)]
-    parts = [side_by_side("only_a", layout, fa[only_a], None,
-                          emission[:len(fa)][only_a], [""] * counts.only_a),
-             side_by_side("only_b", layout, None, fb[only_b],
-                          emission[len(fa):][only_b], [""] * counts.only_b),
-             side_by_side("changed", layout, pa_[changed], pb[changed],
-                          emission[:len(fa)][ia][changed], changed_names)]
+    rows_a, rows_b = np.flatnonzero(only_a), np.flatnonzero(only_b)
+    parts = [side_by_side("only_a", layout, exact_frame(a.take(rows_a)), None,
+                          emission[:a.num_rows][rows_a], [""] * len(rows_a)),
+             side_by_side("only_b", layout, None, exact_frame(b.take(rows_b)),
+                          emission[a.num_rows:][rows_b], [""] * len(rows_b)),
+             side_by_side("changed", layout, exact_frame(a.take(take_a.filter(changed))),
+                          exact_frame(b.take(take_b.filter(changed))),
+                          emission[:a.num_rows][ia][changed], changed_names)]
     differences = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
     return BucketResult(counts, differences, first_batch)

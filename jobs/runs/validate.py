@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from engine.catalog import Catalog, RecordingSpec
@@ -83,23 +84,25 @@ def same_value(a: object, b: object, exact: bool = False) -> bool:
     return a == b
 
 
-def same_values(a: pd.Series, b: pd.Series, exact: bool = False) -> np.ndarray:
-    """:func:`same_value` of each pair of ``a`` and ``b`` (aligned series), vectorised for
-    numbers: floats (where either side holds floats, unless ``exact``) within the same
-    tolerance, everything else exactly; null equals null only."""
-    both_null = (a.isna() & b.isna()).to_numpy(dtype=bool)
-    kinds = {a.dtype.kind, b.dtype.kind}
-    if kinds <= {"i", "u", "f"} and not exact and "f" in kinds:
-        x, y = (s.to_numpy(dtype="float64", na_value=np.nan) for s in (a, b))
+def same_arrays(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray,
+                exact: bool = False) -> np.ndarray:
+    """:func:`same_value` of each pair of ``a`` and ``b`` (Arrow arrays of one length),
+    vectorised: floats (where either side holds floats, unless ``exact``) within the same
+    tolerance, values of one flat type exactly, anything else value by value; null equals
+    null only."""
+    both_null = np.asarray(pc.and_(pc.is_null(a), pc.is_null(b)), dtype=bool)
+    numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (a.type, b.type))
+    if numeric and not exact and any(pa.types.is_floating(t) for t in (a.type, b.type)):
+        x, y = (np.asarray(v.cast(pa.float64()).fill_null(np.nan), dtype="float64")
+                for v in (a, b))
         with np.errstate(invalid="ignore"):
             close = np.abs(x - y) <= np.maximum(REL_TOL * np.maximum(np.abs(x), np.abs(y)),
                                                 ABS_TOL)
         return close | (x == y) | both_null
-    plain = {pd.api.types.infer_dtype(s, skipna=True) for s in (a, b)} <= {"string", "empty"}
-    if kinds <= {"i", "u", "b", "M", "m"} or (kinds <= {"i", "u", "f"} and exact) or plain:
-        equal = (a == b).to_numpy(dtype=bool, na_value=False)
-        return equal | both_null
-    return np.fromiter((same_value(x, y, exact) for x, y in zip(a, b, strict=True)),
+    if a.type == b.type and not pa.types.is_nested(a.type):
+        return np.asarray(pc.equal(a, b).fill_null(False), dtype=bool) | both_null
+    return np.fromiter((same_value(x, y, exact) for x, y in zip(a.to_pylist(), b.to_pylist(),
+                                                                 strict=True)),
                        dtype=bool, count=len(a))
 
 
