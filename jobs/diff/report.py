@@ -44,8 +44,7 @@ class DiffReport:
             doc[name] = {"only_a": c.only_a, "only_b": c.only_b, "changed": c.changed,
                          "equal": c.equal, "moved": c.moved,
                          "changed_columns": dict(sorted(c.changed_columns.items())),
-                         "identity": [*t.layout.identity, *(["emission"] if t.layout.order
-                                                            else [])],
+                         "identity": t.layout.keys,
                          "columns_only_in_a": list(t.layout.only_in_a),
                          "columns_only_in_b": list(t.layout.only_in_b),
                          "first_batch": t.first_batch,
