@@ -50,6 +50,7 @@ def diff(
     from jobs.diff.base_revision import resolve_base
     from jobs.diff.run_diff import diff_sides
     from jobs.diff.sides import resolve_sides
+    from jobs.diff.written import check_directory
 
     if (b is None) == (base is None):
         fail("reprise diff: give two runs or queries (A B), or one query and --base REV")
@@ -62,6 +63,8 @@ def diff(
         err.print(line, highlight=False, soft_wrap=True)
 
     try:
+        if output is not None:
+            check_directory(output)  # before anything is replayed
         runner = Context(warehouse, catalog, backend).replay()
         sides = (resolve_base(runner, a, base, log) if base is not None
                  else resolve_sides(runner, a, b or "", log))

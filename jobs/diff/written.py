@@ -27,14 +27,19 @@ def differences_schema(layout: Layout, schemas: tuple[pa.Schema, pa.Schema]) -> 
         (CHANGED_COLUMNS, pa.string())])
 
 
+def check_directory(directory: Path) -> None:
+    """Refuse an ``--output`` directory that exists and is not empty (or is not a directory)."""
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise RepriseError(f"--output {directory}: exists and is not an empty directory; "
+                           "name a new one")
+
+
 class DifferenceTables:
     """Stages the differences of each table bucket by bucket; :meth:`commit` makes the tables
     (one commit each) once the comparison is done; :meth:`discard` removes everything."""
 
     def __init__(self, storage: DeltaStorage, directory: Path):
-        if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-            raise RepriseError(f"--output {directory}: exists and is not an empty directory; "
-                               "name a new one")
+        check_directory(directory)
         self.storage, self.directory = storage, directory
         self._made = not directory.exists()
         self._staged: dict[str, tuple[pa.Schema, list[StagedFile]]] = {}

@@ -278,7 +278,11 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(storage, tmp_path):
     new = runner.prepare("qa")
     runner.run(new)
     runs = sorted(runner.warehouse.runs())
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "file").write_text("x")
     for args, named in [(("qa", "nope"), "'nope'"), (("no-run", "qa"), "'no-run'"),
+                        (("qq", "qq", "--output", str(taken)), "--output"),
                         ((old.run_id, new.run_id), "ev@1"), (("qa", "other"), "ev2"),
                         (("qa", "qq"), "qq"), (("qa",), "--base"),
                         (("qa", "--base", "HEAD"), "git")]:
