@@ -1,5 +1,4 @@
-"""Benchmark: ``reprise diff`` of two runs of a sliding-window query vs a pandas ``merge`` of the
-two outputs read whole.
+"""Benchmark: ``reprise diff`` of two sliding-window runs vs a pandas merge of both outputs.
 
 Two queries over one recording of N events (N / 100 keys, one event per key every 10 s): a
 sliding window (size 20 s, slide 10 s: about one output row per event), and the same window
