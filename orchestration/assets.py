@@ -110,6 +110,7 @@ def changes_metadata(runner, previous: str | None, run_id: str) -> dict:
     """The diff summary of run ``run_id`` against the previous materialisation's run, when the
     query's definition changed in between on the same recording version (``changes_*``), else
     why there is none (``changes``)."""
+    from jobs.diff.compare import KINDS
     from jobs.diff.previous import changes_since
 
     report, why = changes_since(runner, previous, run_id)
@@ -120,7 +121,7 @@ def changes_metadata(runner, previous: str | None, run_id: str) -> dict:
             "changes_equal": report.equal,
             "changes_first_diverging_batch": -1 if first is None else first}
     for table, diff in report.tables.items():
-        for kind in ("only_a", "only_b", "changed"):
+        for kind in KINDS:
             meta[f"changes_{table}_{kind}"] = getattr(diff.counts, kind)
     return meta
 

@@ -61,11 +61,10 @@ def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:
     return hashed
 
 
-def scan(storage: DeltaStorage, path: str, version: int | None, schema: pa.Schema
-         ) -> Iterator[pa.Table]:
-    """The rows of the Delta table at ``path`` (``version``), a few thousand at a time, with the
+def scan(storage: DeltaStorage, path: str, schema: pa.Schema) -> Iterator[pa.Table]:
+    """The rows of the Delta table at ``path``, a few thousand at a time, with the
     columns of ``schema`` in its types (a column a file lacks is null)."""
-    for live in storage.live_files(path, version):
+    for live in storage.live_files(path):
         if "://" in live.path:
             fs, inner = pafs.FileSystem.from_uri(live.path)
             source = fs.open_input_file(inner)

@@ -21,6 +21,7 @@ EMISSION = "emission"
 DIFFERENCE = "difference"
 #: The column listing the columns a changed row changed in.
 CHANGED_COLUMNS = "changed_columns"
+#: The kinds of difference, as :class:`Counts` names them.
 KINDS = ("only_a", "only_b", "changed")
 #: Pandas types that keep every value exact, nulls included (an int64 with a null would be
 #: float64, which is not exact above 2^53).

@@ -3,7 +3,6 @@ table's comparison found, its first differences and the first batch where the ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,9 +91,7 @@ def with_batch(rows: pa.Table, side: TableSide) -> pa.Table:
 
 def compare_table(storage: DeltaStorage, layout: Layout, sides: tuple[TableSide, TableSide],
                   schemas: tuple[pa.Schema, pa.Schema], limit: int,
-                  written: DifferenceTables | None,
-                  on_bucket: Callable[[int, int], None] = lambda done, total: None
-                  ) -> TableDiff:
+                  written: DifferenceTables | None) -> TableDiff:
     """Compare one table of the two runs, one hash bucket of both sides at a time."""
     read = read_schemas(layout, schemas)
     rows = sum(f.rows for s in sides for f in storage.live_files(s.path))
@@ -105,19 +102,18 @@ def compare_table(storage: DeltaStorage, layout: Layout, sides: tuple[TableSide,
     spill = Spill(buckets, (batched(read[0]), batched(read[1])))
     try:
         for i, side in enumerate(sides):
-            for part in scan(storage, side.path, None, read[i]):
+            for part in scan(storage, side.path, read[i]):
                 part = with_batch(part, side)
                 spill.add(i, part, row_hashes(part, list(layout.identity)))
         for bucket in range(buckets):
             found = compare_bucket(spill.rows(0, bucket), spill.rows(1, bucket), layout)
             result.counts.add(found.counts)
             if found.first_batch is not None:
-                result.first_batch = min(found.first_batch, result.first_batch
-                                         if result.first_batch is not None else found.first_batch)
+                result.first_batch = (found.first_batch if result.first_batch is None
+                                      else min(found.first_batch, result.first_batch))
             if written is not None:
                 written.add(layout.table, found.differences)
             result.shown = first_rows(result.shown, found.differences, layout, limit)
-            on_bucket(bucket + 1, buckets)
     finally:
         spill.close()
     return result
