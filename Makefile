@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.continuation
 	$(BIN)/python -m benchmarks.follow_memory
 	$(BIN)/python -m benchmarks.shared
+	$(BIN)/python -m benchmarks.diff
 
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
 bench-cluster: $(STAMP)

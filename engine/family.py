@@ -33,6 +33,22 @@ from .sharing import PaneGroup, SharingView, Statistics
 from .sharing.cost import EVENT_US, StepWork
 from .specs import QuerySpec, RecordingSpec
 
+
+@dataclass(frozen=True)
+class RowIdentity:
+    """Which output rows of two runs of a family's queries are the same row (``reprise diff``).
+
+    Rows are grouped by their values of ``columns`` (None: all the output's columns, so the
+    output is compared as a multiset of rows) and numbered within a group in the order of
+    ``order`` (then the run's ``batch``): the identity of a row is its group and its number, its
+    *emission* (0 for the only row of a group). Two rows of one identity whose other values
+    differ are one changed row.
+    """
+
+    columns: tuple[str, ...] | None
+    order: tuple[str, ...] = ()
+
+
 #: Naive evaluation over the whole input: (output rows, arrival sequence numbers of late events,
 #: arrival sequence numbers of events the query cannot use).
 Reference = Callable[[pd.DataFrame], tuple[pd.DataFrame, list[int], list[int]]]
@@ -155,6 +171,14 @@ class QueryFamily(ABC):
                       ) -> pa.Schema:
         """The Arrow schema of the operator's output rows."""
         return self.operator(query, recordings).output_schema
+
+    def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> RowIdentity:
+        """How ``reprise diff`` pairs the output rows of two runs (:class:`RowIdentity`). The
+        default compares the outputs as multisets of rows, which fits any family; a family whose
+        rows have an identity (a window, an emission of a key) says so, so that a row whose
+        values changed is one changed row rather than one row only in each run."""
+        return RowIdentity(columns=None)
 
     def sharing_view(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> SharingView:

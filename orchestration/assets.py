@@ -128,6 +128,34 @@ def data_version(info) -> dg.DataVersion:
     return dg.DataVersion(hashlib.sha256(text.encode()).hexdigest()[:16])
 
 
+def previous_run_id(context: dg.AssetExecutionContext, key: dg.AssetKey) -> str | None:
+    """The run id of the asset's latest materialisation so far (None: none)."""
+    event = context.instance.get_latest_materialization_event(key)
+    if event is None or "run_id" not in event.asset_materialization.metadata:
+        return None
+    return str(event.asset_materialization.metadata["run_id"].value)
+
+
+def changes_metadata(runner, previous: str | None, run_id: str) -> dict:
+    """The diff summary of run ``run_id`` against the previous materialisation's run, when the
+    query's definition changed in between on the same recording version (``changes_*``), else
+    why there is none (``changes``)."""
+    from jobs.diff.compare import KINDS
+    from jobs.diff.previous import changes_since
+
+    report, why = changes_since(runner, previous, run_id)
+    if report is None:
+        return {"changes": f"not compared: {why}"}
+    first = report.first_diverging_batch
+    meta = {"changes": "compared with the previous run", "changes_against_run": previous,
+            "changes_equal": report.equal,
+            "changes_first_diverging_batch": -1 if first is None else first}
+    for table, diff in report.tables.items():
+        for kind in KINDS:
+            meta[f"changes_{table}_{kind}"] = getattr(diff.counts, kind)
+    return meta
+
+
 def replay_spec(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> dg.AssetSpec:
     """The asset ``replays/<name>`` of a query: its group is its kind, it reads its recordings,
     its code version is its definition's fingerprint (:func:`code_version`)."""
@@ -149,6 +177,7 @@ def build_replay_asset(query: QuerySpec, recordings: dict[str, RecordingSpec]
         from jobs.runs.continuation import continue_query
 
         runner = warehouse.replay(spark)
+        previous = previous_run_id(context, replay_key(query.name))
         result = continue_query(runner, query.name, log=context.log.info,
                                 on_batch=lambda r: context.log.debug(
                                     f"batch {r.batch}: {r.rows_in} in, {r.rows_out} out, "
@@ -157,7 +186,8 @@ def build_replay_asset(query: QuerySpec, recordings: dict[str, RecordingSpec]
         context.log.info(f"run {info.run_id}: {info.total} events, {info.batches} batches")
         return dg.MaterializeResult(asset_key=replay_key(query.name), metadata={
             **replay_metadata(info, manifest),
-            **segment_metadata(info, result.segment, result.fresh_reason)},
+            **segment_metadata(info, result.segment, result.fresh_reason),
+            **changes_metadata(runner, previous, info.run_id)},
             data_version=data_version(info))
 
     return replay

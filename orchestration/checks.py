@@ -1,4 +1,5 @@
-"""Asset checks per replay: equals the reference (blocking), data quality (GX), reconciliation."""
+"""Asset checks per replay: equals the reference (blocking), data quality (GX), reconciliation,
+changes since the previous materialisation (reprise diff, non-blocking)."""
 
 
 import json
@@ -25,7 +26,7 @@ def _jsonable(row: dict) -> dict:
 
 
 def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
-    """The three checks of one replay asset."""
+    """The four checks of one replay asset."""
     key = replay_key(query.name)
 
     @dg.asset_check(asset=key, name="matches_reference", blocking=True,
@@ -89,7 +90,20 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
         return dg.AssetCheckResult(passed=counts.ok, metadata={"run_id": run_id,
                                                                **asdict(counts)})
 
-    return [matches_reference, quality, manifest_reconciles]
+    @dg.asset_check(asset=key, name="changes_since_previous",
+                    description="What the latest materialisation's run changes against the "
+                    "previous one's when the definition changed on the same recording version "
+                    "(reprise diff); warns on a change, never blocks")
+    def changes_since_previous(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        event = context.instance.get_latest_materialization_event(key)
+        if event is None:
+            raise dg.Failure(f"{key.to_user_string()} has not been materialized yet")
+        meta = {name: value.value for name, value in
+                event.asset_materialization.metadata.items() if name.startswith("changes")}
+        return dg.AssetCheckResult(passed=bool(meta.get("changes_equal", True)),
+                                   severity=dg.AssetCheckSeverity.WARN, metadata=meta)
+
+    return [matches_reference, quality, manifest_reconciles, changes_since_previous]
 
 
 def build_standalone_check(query: QuerySpec) -> dg.AssetChecksDefinition:

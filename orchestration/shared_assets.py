@@ -9,7 +9,9 @@ import dagster as dg
 
 from engine.specs import QuerySpec, RecordingSpec
 from orchestration.assets import (
+    changes_metadata,
     data_version,
+    previous_run_id,
     replay_key,
     replay_metadata,
     replay_spec,
@@ -45,12 +47,14 @@ def build_shared_replays(recording: str, queries: list[QuerySpec],
         selected = [names[k] for k in sorted(context.selected_asset_keys,
                                               key=lambda k: k.to_user_string())]
         runner = warehouse.replay(spark)
+        previous = {name: previous_run_id(context, replay_key(name)) for name in selected}
         first = [q for q in selected if latest_completed(runner, q) is None]
         for name in selected if len(first) < 2 else [q for q in selected if q not in first]:
             result = continue_query(runner, name, log=context.log.info)  # its own segment
             yield dg.MaterializeResult(asset_key=replay_key(name), metadata={
                 **replay_metadata(result.info, result.manifest.to_pandas()),
                 **segment_metadata(result.info, result.segment, result.fresh_reason),
+                **changes_metadata(runner, previous[name], result.info.run_id),
                 "shared": False}, data_version=data_version(result.info))
         if len(first) < 2:
             return
@@ -60,7 +64,8 @@ def build_shared_replays(recording: str, queries: list[QuerySpec],
         manifests = shared.run(infos, say=context.log.info, planned=(plan, alone))
         for info in infos:
             metadata = {**replay_metadata(info, manifests[info.run_id].to_pandas()),
-                        **segment_metadata(info, None, "no completed run")}
+                        **segment_metadata(info, None, "no completed run"),
+                        **changes_metadata(runner, previous[info.query], info.run_id)}
             metadata["shared"] = plan is not None and info not in alone
             if metadata["shared"]:
                 metadata.update(plan_metadata(plan))

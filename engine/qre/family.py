@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..family import QueryFamily, Reference
+from ..family import QueryFamily, Reference, RowIdentity
 from ..operator import KeyedOperator
 from ..specs import QuerySpec, RecordingSpec
 from .keyed import QreOperator
@@ -35,6 +35,13 @@ class QreFamily(QueryFamily):
         recording = self.input_recording(query, recordings)
         spec = self.parse(query, recording)
         return tuple(dict.fromkeys([spec.key, query.time or recording.time, *spec.fields]))
+
+    def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> RowIdentity:
+        """A QRE row is identified by its key and its place among the key's emissions (in the
+        key's order of event time, then arrival)."""
+        spec = self.parse(query, self.input_recording(query, recordings))
+        return RowIdentity(columns=(spec.key,), order=("event_time", "arrival_seq"))
 
 
 FAMILY = QreFamily()

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from ..family import QueryFamily, Reference
+from ..family import QueryFamily, Reference, RowIdentity
 from ..operator import KeyedOperator
 from ..sharing import SharingView, Statistics
 from ..sharing.cost import VALUE_US, StepWork
 from ..specs import QuerySpec, RecordingSpec
 from .operator import SelectOperator
 from .reference import select_reference
-from .spec import SelectSpec, parse_select_query
+from .spec import ARRIVAL, SelectSpec, parse_select_query
 
 
 class SelectFamily(QueryFamily):
@@ -41,6 +41,11 @@ class SelectFamily(QueryFamily):
     def step_work(self, view: SharingView, rows: float, stats: Statistics) -> StepWork:
         """A select's step is writing the rows it keeps: their columns plus two values each."""
         return StepWork(events=0.0, output=rows * VALUE_US * (2 + len(view.columns)))
+
+    def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> RowIdentity:
+        """A selected row is identified by the arrival sequence of its event."""
+        return RowIdentity(columns=(ARRIVAL,))
 
 
 FAMILY = SelectFamily()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..family import QueryFamily, Reference, SharedPanes
+from ..family import QueryFamily, Reference, RowIdentity, SharedPanes
 from ..operator import KeyedOperator
 from ..predicate import TRUE
 from ..sharing import PaneGroup, SharingView, Statistics
@@ -70,6 +70,18 @@ class WindowFamily(QueryFamily):
         spec = self.parse(query, recording)
         return tuple(dict.fromkeys([spec.key, query.time or recording.time,
                                     *spec.value_columns]))
+
+    def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                     ) -> RowIdentity:
+        """A window row is identified by its key and window (start, end; a count window also by
+        its position); with ``emit: updates`` the early rows of a window are numbered in batch
+        order and its final row is identified apart from them."""
+        spec = self.parse(query, self.input_recording(query, recordings))
+        ident = OPERATORS[spec.kind].ident
+        columns = (spec.key, "window_start", "window_end",
+                   *([ident] if ident != "window_start" else []),
+                   *(["final"] if spec.emit == "updates" else []))
+        return RowIdentity(columns=columns)
 
     def sharing_view(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> SharingView:

@@ -13,6 +13,7 @@ from typer.core import TyperGroup
 
 from engine.errors import RepriseError
 from jobs.cli.analyze import analyze
+from jobs.cli.diff_command import diff
 from jobs.cli.init_project import init
 from jobs.cli.inspect_commands import plan, runs, validate
 from jobs.cli.output import fail, missing_file, usage
@@ -64,7 +65,7 @@ def main(verbose: Annotated[bool, typer.Option(
         os.environ["REPRISE_VERBOSE"] = "1"
 
 
-for command in (init, generate, record, replay, follow, gc, validate, plan, runs, analyze):
+for command in (init, generate, record, replay, follow, gc, validate, diff, plan, runs, analyze):
     app.command()(command)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from engine.catalog import Catalog
@@ -68,10 +69,14 @@ def _null(v: object) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
-def _same(a: object, b: object, exact: bool = False) -> bool:
+def same_value(a: object, b: object, exact: bool = False) -> bool:
     """Equal values; floats within the tolerance unless ``exact`` (an int column: whatever
     pandas held the values in, Python compares an int with a float exactly, so a value that
-    went through float64 and lost its last bits differs)."""
+    went through float64 and lost its last bits differs); lists element by element."""
+    a, b = (v.tolist() if isinstance(v, np.ndarray) else v for v in (a, b))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y, exact) for x, y in zip(a, b,
+                                                                                 strict=True))
     a, b = (v.item() if isinstance(v, np.generic) else v for v in (a, b))
     if _null(a) or _null(b):
         return _null(a) and _null(b)
@@ -80,9 +85,31 @@ def _same(a: object, b: object, exact: bool = False) -> bool:
     return a == b
 
 
+def same_arrays(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray,
+                exact: bool = False) -> np.ndarray:
+    """:func:`same_value` of each pair of ``a`` and ``b`` (Arrow arrays of one length),
+    vectorised: floats (where either side holds floats, unless ``exact``) within the same
+    tolerance, values of one flat type exactly, anything else value by value; null equals
+    null only."""
+    both_null = np.asarray(pc.and_(pc.is_null(a), pc.is_null(b)), dtype=bool)
+    numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (a.type, b.type))
+    if numeric and not exact and any(pa.types.is_floating(t) for t in (a.type, b.type)):
+        x, y = (np.asarray(v.cast(pa.float64()).fill_null(np.nan), dtype="float64")
+                for v in (a, b))
+        with np.errstate(invalid="ignore"):
+            close = np.abs(x - y) <= np.maximum(REL_TOL * np.maximum(np.abs(x), np.abs(y)),
+                                                ABS_TOL)
+        return close | (x == y) | both_null
+    if a.type == b.type and not pa.types.is_nested(a.type):
+        return np.asarray(pc.equal(a, b).fill_null(False), dtype=bool) | both_null
+    return np.fromiter((same_value(x, y, exact) for x, y in zip(a.to_pylist(), b.to_pylist(),
+                                                                 strict=True)),
+                       dtype=bool, count=len(a))
+
+
 def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str],
                 schema: pa.Schema | None = None) -> Diff:
-    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`_same`,
+    """Row-level diff of two outputs on ``keys``; value columns compared with :func:`same_value`,
     exactly where ``schema`` (the output's) declares an integer column."""
     diff = Diff()
     values = [c for c in reference.columns if c not in keys]
@@ -98,7 +125,7 @@ def diff_frames(replay: pd.DataFrame, reference: pd.DataFrame, keys: list[str],
         got = seen.get(k)
         if got is None:
             diff.missing.append(ref)
-        elif not all(_same(got[c], ref[c], c in ints) for c in values):
+        elif not all(same_value(got[c], ref[c], c in ints) for c in values):
             diff.different.append((got, ref))
     diff.extra = [row for k, row in seen.items() if k not in expected]
     return diff

@@ -63,4 +63,4 @@ def test_sensor_run_continues_the_replay_and_its_checks_pass(spark, storage, cat
     assert after["rows_in"].value == 2_040
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"matches_reference": True, "quality": True, "manifest_reconciles": True,
-                      "equals_standalone": True}
+                      "equals_standalone": True, "changes_since_previous": True}

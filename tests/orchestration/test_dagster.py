@@ -55,7 +55,8 @@ def test_assets_lineage_kinds_and_groups(sample_defs):
     assert replay.group_name == "window"
     assert {"spark", "delta"} <= set(replay.kinds)
     checks = {k.name for k in graph.asset_check_keys if k.asset_key == replay.key}
-    assert checks == {"matches_reference", "quality", "manifest_reconciles", "equals_standalone"}
+    assert checks == {"matches_reference", "quality", "manifest_reconciles", "equals_standalone",
+                      "changes_since_previous"}
 
 
 def test_materialize_catalog_checks_pass_and_corruption_is_caught(sample_defs, warehouse):
@@ -66,7 +67,7 @@ def test_materialize_catalog_checks_pass_and_corruption_is_caught(sample_defs, w
     replays = [k for k in sample_defs.resolve_asset_graph().get_all_asset_keys()
                if k.path[0] == "replays"]
     shareable = [k for k in replays if (k.path[-1], "equals_standalone") in checks]
-    assert len(replays) >= 4 and len(checks) == 3 * len(replays) + len(shareable)
+    assert len(replays) >= 4 and len(checks) == 4 * len(replays) + len(shareable)
     assert len(shareable) >= 4
     assert all(e.passed for e in checks.values()), {
         k: e.metadata for k, e in checks.items() if not e.passed}
