@@ -1,7 +1,7 @@
 """Benchmark: the tumbling benchmark on a 2-worker Spark standalone cluster vs ``local[2]``.
 
 Starts a standalone master and two workers (1 core, 1 GB each) on 127.0.0.1 from the
-environment's pyspark, as the cluster test does (``tests/integration/standalone.py``), then runs
+environment's pyspark, as the cluster test does (``tests/support/standalone.py``), then runs
 ``benchmarks.tumbling`` with the same arguments once on the cluster and once on ``local[2]``
 (each generates the same deterministic recording) and prints both in-replay times and their
 ratio (issue 18's target: within 2x). Every process it starts is stopped at the end.

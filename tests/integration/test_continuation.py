@@ -31,7 +31,7 @@ lateness: 3s
 output: final
 query: "iter(eps(0), atom(v > 50, 1) | atom(v <= 50, 0), +)"
 """
-#: Query -> what it covers (the catalog of tests/integration/helpers.py plus ``ev_f``).
+#: Query -> what it covers (the catalog of tests/support/helpers.py plus ``ev_f``).
 SINGLE = {"ev_w": "window, close", "ev_u": "window, updates", "ev_q": "qre every",
           "ev_t": "qre changes", "ev_f": "qre final"}
 SPJ = {"ev_join": "spj bounded", "ev_below": "spj allowed unbounded"}

@@ -47,7 +47,7 @@ def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
     first_new = replay.prepare(QUERY, run_id="crashy").batches
     storage.write(later_events(replay), warehouse.recording("vitals"), mode="append")
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("crash_continue.py")),
+        [sys.executable, str(Path(__file__).parents[1] / "support" / "crash_continue.py"),
          str(warehouse.root), QUERY, "crashy", str(first_new + after)],
         cwd=Path(__file__).resolve().parents[2], env=child_env(warehouse.root),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)

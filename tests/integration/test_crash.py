@@ -32,7 +32,7 @@ def start_replay_dying_before_manifest(warehouse: Path, run_id: str, batch: int)
     """A replay in a process of its own that kills itself after the table commits of the job
     holding ``batch`` and before its manifest commit (``crash_replay.py``)."""
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("crash_replay.py")), str(warehouse),
+        [sys.executable, str(ROOT / "tests" / "support" / "crash_replay.py"), str(warehouse),
          "vitals_hr_1m", PLAN, run_id, str(batch)], cwd=ROOT, env=child_env(warehouse),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -198,7 +198,7 @@ def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, storage)
     infos = runner.prepare(names, plan="rows:20")
     runner.run(infos)  # uninterrupted, in the other warehouse
     target = infos[1].run_id
-    script = Path(__file__).with_name("crash_shared_replay.py")
+    script = Path(__file__).parents[1] / "support" / "crash_shared_replay.py"
     env = {**os.environ, "REPRISE_BATCHES_PER_JOB": "2"}
     killed = subprocess.run([sys.executable, str(script), str(shared.warehouse.root),
                              str(Path(shared.catalog.queries["sel_lo"].source).parents[1]),

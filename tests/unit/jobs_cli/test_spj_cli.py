@@ -69,7 +69,7 @@ def test_a_catalog_query_that_does_not_parse_is_named_by_its_file(tmp_path):
     from pathlib import Path
 
     catalog = tmp_path / "cat"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "schemas", catalog)
+    shutil.copytree(Path(__file__).resolve().parents[3] / "schemas", catalog)
     source = catalog / "queries" / "ads_campaign_counts.yaml"
     text = source.read_text()
     sql = text.split("query:", 1)[1]
@@ -92,7 +92,7 @@ def test_only_an_unbounded_query_is_told_to_allow_unboundedness(tmp_path):
     from engine.spj.stream import SpjOperator
 
     catalog = tmp_path / "cat"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "schemas", catalog)
+    shutil.copytree(Path(__file__).resolve().parents[3] / "schemas", catalog)
     source = catalog / "queries" / "ads_user_campaigns.yaml"  # unbounded (README), allowed
     source.write_text(source.read_text().replace("allow_unbounded: true\n", ""))
     unbounded = load_catalog(catalog).query("ads_user_campaigns")

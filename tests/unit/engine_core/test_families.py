@@ -16,7 +16,7 @@ from engine.specs import CatalogError
 from engine.spj.family import analysis_inputs
 from jobs.runs.run_context import RunContext
 
-CATALOG = load_catalog(Path(__file__).resolve().parents[2] / "schemas")
+CATALOG = load_catalog(Path(__file__).resolve().parents[3] / "schemas")
 QUERIES = sorted(CATALOG.queries)
 
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from jobs.cli.app import app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUERY = "vitals_hr_1m"
 #: The fields a run.json must have (the others have defaults), and the keys of its nested
 #: records that must be there.

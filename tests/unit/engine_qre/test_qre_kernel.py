@@ -23,7 +23,7 @@ from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import QreSpec
 from engine.qre.stream_reference import qre_reference
 
-QUERIES = Path(__file__).resolve().parents[2] / "schemas" / "queries"
+QUERIES = Path(__file__).resolve().parents[3] / "schemas" / "queries"
 EPISODES = yaml.safe_load((QUERIES / "vitals_episode_max_avg.yaml").read_text())["query"]
 
 

@@ -13,7 +13,7 @@ from engine.registry import family_of
 from engine.sharing import Statistics, plan_queries
 from engine.windows.sharing import window_view
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from jobs.recordings.generators import (
     generate,
 )
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 START_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
 KINDS = ("vitals", "ads", "ticks")
 

@@ -2,7 +2,7 @@
 
 The campaign (20 kills unless told otherwise), one line per run::
 
-    PYTHONPATH=. python tests/integration/record_kills.py [--kills 20] [--seed 1] [--dir DIR]
+    PYTHONPATH=. python tests/support/record_kills.py [--kills 20] [--seed 1] [--dir DIR]
 
 After every run, killed or not, the recording and its quarantine (as
 ``jobs.recordings.commits.quarantine_rows`` reads it) either both hold a round's rows or both
@@ -11,7 +11,7 @@ completes the round, exactly once. ``test_record_crash.py`` runs a smaller campa
 
 The harness, run by the campaign in a subprocess::
 
-    python tests/integration/record_kills.py run --kill (cK | mMS | wMS) -- ARGS...
+    python tests/support/record_kills.py run --kill (cK | mMS | wMS) -- ARGS...
 
 runs ``reprise ARGS`` and SIGKILLs itself after its K-th Delta commit (K = 0: as the first one
 starts), MS milliseconds after ``record_files`` starts, or MS milliseconds after its first commit

@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("engine", "jobs", "orchestration")
 FAMILY_FOLDERS = ("engine/qre/", "engine/spj/", "engine/windows/", "engine/select/")
 #: The kinds of query and of window that only their family may switch on.

@@ -13,7 +13,7 @@ from engine.catalog import load_catalog
 from engine.errors import RepriseError
 from engine.specs import CatalogError, UnknownName
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 SPJ = "name: j\nkind: spj\nquery: SELECT a.k FROM a\n"
 
 

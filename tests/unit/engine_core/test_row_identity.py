@@ -8,7 +8,7 @@ from engine.catalog import load_catalog, parse_query
 from engine.family import RowIdentity
 from engine.registry import family_of
 
-CATALOG = load_catalog(Path(__file__).resolve().parents[2] / "schemas")
+CATALOG = load_catalog(Path(__file__).resolve().parents[3] / "schemas")
 
 
 def identity(doc: dict) -> RowIdentity:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import write_deltalake
+from helpers import events_table, small_catalog
 from typer.testing import CliRunner
 
 from engine.operator import exact_pandas
@@ -20,10 +20,7 @@ from jobs.shared import shared_plan
 from jobs.shared.shared_plan import recording_statistics
 from jobs.warehouse import Warehouse
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from helpers import events_table, small_catalog
-
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 QUERIES = {
     "s1": "name: s1\nkind: select\ninput: ev\nwhere: v < 30\nquery:\n  columns: [ts, v]\n",
     "w1": ("name: w1\nkind: window\ninput: ev\nlateness: 3s\nwhere: v < 60\nquery:\n"

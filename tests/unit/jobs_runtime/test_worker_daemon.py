@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jobs.runtime.worker_daemon import PRELOAD, SINGLE_THREADED, without_archives
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROBE = """
 import gc, json, os, sys
 from jobs.runtime.worker_daemon import preload

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from jobs.cli.app import app
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 
 
 def run(*args: str):

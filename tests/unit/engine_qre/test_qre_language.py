@@ -138,7 +138,7 @@ def test_bottom_and_apply_in_api():
 def test_readme_examples_parse_and_run():
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "engine" / "qre" / "README.md").read_text()
+    readme = (Path(__file__).parents[3] / "engine" / "qre" / "README.md").read_text()
     block = readme.split("### Examples")[1].split("```")[1]
     texts = [t for t in block.split("\n\n") if t.strip()]
     assert len(texts) == 3

@@ -12,7 +12,7 @@ from engine.catalog import load_catalog, parse_query, parse_recording
 from engine.derive_sql import expression_problem
 from engine.specs import CatalogError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
                       "columns": {"k": "string", "ts": "timestamp", "v": "int", "x": "double"}})
 

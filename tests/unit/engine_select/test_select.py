@@ -168,7 +168,7 @@ def test_where_may_read_derived_columns_and_is_refused_on_multi_input_queries():
 
 def test_the_cli_reports_a_bad_where_as_one_line_naming_file_and_field(tmp_path):
     catalog = tmp_path / "schemas"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "schemas", catalog)
+    shutil.copytree(Path(__file__).resolve().parents[3] / "schemas", catalog)
     path = catalog / "queries" / "vitals_low_spo2.yaml"
     path.write_text(path.read_text().replace("where: spo2 < 90", "where: oxygen < 90"))
     result = CliRunner().invoke(app, ["analyze", "--query", "vitals_low_spo2", "--catalog",
