@@ -30,13 +30,13 @@ def build_shared_replays(recording: str, queries: list[QuerySpec]) -> dg.AssetsD
                     can_subset=True)
     def replays(context: dg.AssetExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
-        from jobs.runs.continuation import continue_query, latest_completed
+        from jobs.runs.continuation import continue_query, run_to_continue
         from jobs.shared.shared_run import SharedReplay
 
         selected = [names[k] for k in sorted(context.selected_asset_keys,
                                               key=lambda k: k.to_user_string())]
         runner = warehouse.replay(spark)
-        first = [q for q in selected if latest_completed(runner, q) is None]
+        first = [q for q in selected if run_to_continue(runner, q) is None]
         for name in selected if len(first) < 2 else [q for q in selected if q not in first]:
             result = continue_query(runner, name, log=context.log.info)  # its own segment
             yield dg.MaterializeResult(asset_key=replay_key(name), metadata={

@@ -338,7 +338,7 @@ def _continue(runner, query: str, plan: str | None, run_id: str | None) -> None:
 
     result = continue_query(runner, query, plan=plan, run_id=run_id,
                             log=lambda line: console.print(line, highlight=False))
-    if result.segment is None and not result.fresh_reason:
+    if result.segment is None and not result.fresh_reason and not result.resumed:
         console.print(f"{result.info.run_id}: no new recording version (at "
                       f"v{result.info.input_version}); nothing to do")
     elif result.segment is not None:

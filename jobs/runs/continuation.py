@@ -51,11 +51,17 @@ class Continuation:
     manifest: pa.Table | None = None
     #: The run was complete when the segment was planned: no attempt left staged files behind.
     clean: bool = False
+    #: The run was interrupted (its last segment, or its first replay, not done): this
+    #: continuation finishes it to the versions it planned and plans no new segment.
+    resumed: bool = False
 
 
-def latest_completed(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
-    """The query's completed run over the newest input versions (then the newest made), among
-    the runs with the query's current definition and ``plan`` (default: the query's plan)."""
+def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
+    """The run a continuation of ``query`` extends: among the runs with the query's current
+    definition and ``plan`` (default: the query's plan), the one over the newest input versions
+    (then the newest made), complete or not. An interrupted run (a continuation or a replay that
+    was killed) is among them: the continuation finishes it first, to the versions it planned,
+    and the next one goes further."""
     ctx = replay.context(query)
     fp = fingerprint(ctx.query, ctx.operator)
     wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
@@ -65,8 +71,6 @@ def latest_completed(replay: Replay, query: str, plan: str | None = None) -> Run
             continue
         info = read_run(replay.warehouse, run_id)
         if info.query != query or info.fingerprint != fp or info.plan != wanted:
-            continue
-        if summarize(replay.warehouse, run_id).status != "complete" or pending(info):
             continue
         made = made_at(replay.warehouse.run_dir(run_id), info)
         rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
@@ -78,10 +82,11 @@ def latest_completed(replay: Replay, query: str, plan: str | None = None) -> Run
 def continue_query(replay: Replay, query: str, plan: str | None = None,
                    run_id: str | None = None, log: Callable[[str], None] = print,
                    on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
-    """Continue ``run_id`` (default: the query's latest completed run) to the latest recording
-    versions and run the new batches; without a run to continue, replay from scratch."""
+    """Continue ``run_id`` (default: :func:`run_to_continue`) to the latest recording versions
+    and run the new batches (an interrupted run: finish it first, to the versions it planned);
+    without a run to continue, replay from scratch."""
     if run_id is None:
-        info = latest_completed(replay, query, plan)
+        info = run_to_continue(replay, query, plan)
     else:
         info = read_run(replay.warehouse, run_id)
         if info.query != query:
@@ -108,8 +113,10 @@ def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) ->
     with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
         info = read_run(replay.warehouse, info.run_id)
         if pending(info) or replay.manifest(info.run_id).num_rows != info.batches + 1:
-            log(f"{info.run_id}: incomplete; resuming it first")
-            return Continuation(info, info.segments[-1] if info.segments else None)
+            log(f"{info.run_id}: interrupted; finishing it (to v{info.input_version}), the next "
+                "continuation goes further")
+            return Continuation(info, info.segments[-1] if info.segments else None,
+                                resumed=True)
         ctx = replay.context(info.query)
         reason = _fresh_reason(replay, info, ctx)
         sources = replay._pin_sources(ctx.query, None)
@@ -262,4 +269,4 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
     return segment
 
 
-__all__ = ["Continuation", "continue_query", "extend", "latest_completed"]
+__all__ = ["Continuation", "continue_query", "extend", "run_to_continue"]
