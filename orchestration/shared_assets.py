@@ -1,7 +1,8 @@
 """The replays of one recording as one subsettable multi-asset: the first materialisation of
 several of them replays them as one shared run (``jobs/shared/shared_run.py``: one scan per batch
-group); a query with a completed run is continued on its own (``jobs/runs/continuation.py``), as is
-one materialised alone. The shared plan is materialisation metadata."""
+group); a query with a run (complete, or interrupted: finished first) is continued on its own
+(``jobs/runs/continuation.py``), as is one materialised alone. The shared plan is
+materialisation metadata."""
 
 from collections.abc import Iterator
 

@@ -285,8 +285,8 @@ def replay(
     version: Annotated[int | None, typer.Option(help="Recording version (default latest)")]
         = None,
     cont: Annotated[bool, typer.Option(
-        "--continue", help="Extend the query's latest completed run (or --run-id) to the "
-        "recording's latest version")] = False,
+        "--continue", help="Extend the query's latest run (or --run-id) to the recording's latest "
+        "version; an interrupted one is finished first")] = False,
     no_share: Annotated[bool, typer.Option(
         "--no-share", help="Replay several queries one after another, not as one shared run")]
         = False,

@@ -1,5 +1,7 @@
-"""``replay QUERY --continue``: extend a query's latest completed run to the recording's latest
-version, instead of replaying the whole history again.
+"""``replay QUERY --continue``: extend a query's latest run to the recording's latest version,
+instead of replaying the whole history again (a run that was interrupted, by a kill mid-way
+through a continuation or a replay, is finished first: to the versions it had planned; the next
+continuation goes further).
 
 The continued run keeps its id. Its ``run.json`` gets the new version's input files and the batch
 plan's cut points over the whole new input (exactly those a fresh replay at that version would
@@ -27,7 +29,8 @@ from jobs.execution.arrival import sequenced
 from jobs.execution.merged_inputs import merged_events
 from jobs.runs import batch_plans as plans
 from jobs.runs.listing import made_at, summarize
-from jobs.runs.replay import BatchReport, Replay, resolve_cuts
+from jobs.runs.replay import Replay, resolve_cuts
+from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
@@ -119,7 +122,7 @@ def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) ->
                                 resumed=True)
         ctx = replay.context(info.query)
         reason = _fresh_reason(replay, info, ctx)
-        sources = replay._pin_sources(ctx.query, None)
+        sources = replay.pin_sources(ctx.query, None)
         old = info.sources or {"input": info.input_version}
         if not reason and sources == old:
             return Continuation(info, None, clean=True)
