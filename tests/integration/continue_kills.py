@@ -36,54 +36,26 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from record_kills import kill_on_commits  # beside this script, which runs as a file
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITS = "harness commits: "  # stderr line of an uninterrupted run: JSON {commits, span}
 RECORDING = "vitals"
 
 
-def _die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _arm(kill: str | None) -> Callable[[], str]:
     """Install the fault hook in this process (the harness): ``cK`` kills after the K-th
     commit (K = 0: as the first starts), ``wMS`` MS ms after the first commit starts; returns
     the line an uninterrupted run reports."""
-    from jobs.storage.delta_rs import DeltaRsStorage
-
-    mode, amount = (kill[0], float(kill[1:])) if kill else ("", 0.0)
-    commits, span = [0], [0.0, 0.0]
-
-    def counted(method: Callable) -> Callable:
-        def commit(self, *args, **kwargs):
-            if not span[0]:
-                span[0] = time.perf_counter()
-                if mode == "w":
-                    timer = threading.Timer(amount / 1000, _die)
-                    timer.daemon = True
-                    timer.start()
-            if mode == "c" and amount == 0:
-                _die()
-            result = method(self, *args, **kwargs)
-            commits[0] += 1
-            span[1] = time.perf_counter()
-            if mode == "c" and commits[0] == amount:
-                _die()
-            return result
-        return commit
-
-    DeltaRsStorage.write = counted(DeltaRsStorage.write)
-    DeltaRsStorage.commit_files = counted(DeltaRsStorage.commit_files)
-    return lambda: COMMITS + json.dumps({"commits": commits[0], "span": span[1] - span[0]})
+    seen = kill_on_commits(kill)
+    return lambda: COMMITS + json.dumps({"commits": seen["commits"],
+                                         "span": seen["last"] - seen["first"]})
 
 
 def harness(argv: list[str]) -> None:
@@ -215,7 +187,7 @@ class Case:
     def continuation(self) -> list[str]:
         plan = ["--plan", self.plan] if self.plan else []
         if self.command == "follow":
-            return ["follow", self.query, "--max-segments", "1", "--every", "0.2s",
+            return ["follow", self.query, "--max-segments", "1", "--every", "1s",
                     "--for", "120s", *plan]
         return ["replay", self.query, "--continue", *plan]
 
@@ -225,9 +197,9 @@ class Case:
 
 
 def prepare(folder: Path, case: Case, keys: int = 20, events: int = 4_000) -> tuple[Path, str]:
-    """A warehouse with the case's completed run and a newer recording version: (warehouse,
-    run id); the uninterrupted continuation's commits are counted later."""
-    warehouse = folder / "base"
+    """A warehouse with the case's completed run and a newer recording version, kept as it is
+    in ``folder/pristine`` for :func:`restore`: (warehouse, run id)."""
+    warehouse = folder / "warehouse"
     ok(warehouse, "generate", RECORDING, "--keys", str(keys), "--events", str(events),
        "--commits", "3")
     plan = ["--plan", case.plan] if case.plan else []
@@ -235,15 +207,22 @@ def prepare(folder: Path, case: Case, keys: int = 20, events: int = 4_000) -> tu
     (run_id,) = [r.name for r in (warehouse / "runs").iterdir()
                  if run_json(warehouse, r.name)["query"] == case.query]
     append_later_events(warehouse, days=1)
+    shutil.copytree(warehouse, folder / "pristine")
     return warehouse, run_id
 
 
-def kill_and_finish(base: Path, work: Path, case: Case, run_id: str, kill: str) -> str:
-    """Copy ``base``, kill the case's continuation there at ``kill``, append a commit, run the
-    continuation again and check it finished the interrupted run; a line about it."""
-    if work.exists():
-        shutil.rmtree(work)
-    shutil.copytree(base, work)
+def restore(warehouse: Path) -> None:
+    """Put back the warehouse :func:`prepare` made, at the same place (a run's ``run.json`` and
+    tables name their files by absolute paths)."""
+    shutil.rmtree(warehouse)
+    shutil.copytree(warehouse.parent / "pristine", warehouse)
+
+
+def kill_and_finish(work: Path, case: Case, run_id: str, kill: str) -> str:
+    """In the warehouse :func:`prepare` made (restored), kill the case's continuation at
+    ``kill``, append a commit, run the continuation again and check it finished the interrupted
+    run; a line about it."""
+    restore(work)
     rc, out = reprise(work, *case.continuation(), kill=kill)
     assert rc in (0, -signal.SIGKILL), f"{case} --kill {kill} exited {rc}:\n{out}"
     after_kill = run_json(work, run_id)
@@ -262,11 +241,10 @@ def kill_and_finish(base: Path, work: Path, case: Case, run_id: str, kill: str) 
             f"{'interrupted' if interrupted else 'complete'} -> finished {run_id} at v{version}")
 
 
-def uninterrupted(base: Path, work: Path, case: Case) -> dict:
-    """The case's continuation run once to the end in a copy of ``base``: {commits, span}."""
-    if work.exists():
-        shutil.rmtree(work)
-    shutil.copytree(base, work)
+def uninterrupted(work: Path, case: Case) -> dict:
+    """The case's continuation run once to the end in the warehouse :func:`prepare` made
+    (restored): {commits, span}."""
+    restore(work)
     rc, out = reprise(work, *case.continuation())
     assert rc == 0 and COMMITS in out, out
     return json.loads(out.split(COMMITS)[1].splitlines()[0])
@@ -276,15 +254,15 @@ def campaign(folder: Path, case: Case, kills: list[str] | None = None, randoms: 
              seed: int = 1, say: Callable[[str], None] = print) -> int:
     """Kill the case's continuation at ``kills`` (default: after each of its commits, as its
     first starts included) and at ``randoms`` random instants; the kills made."""
-    base, run_id = prepare(folder, case)
-    took = uninterrupted(base, folder / "straight", case)
+    warehouse, run_id = prepare(folder, case)
+    took = uninterrupted(warehouse, case)
     assert took["commits"] > 0, "the continuation committed nothing"
     if kills is None:
         kills = [f"c{k}" for k in range(took["commits"])]
     rng = random.Random(seed)
     kills = [*kills, *(f"w{rng.uniform(0, took['span'] * 1000):.1f}" for _ in range(randoms))]
     for kill in kills:
-        say(kill_and_finish(base, folder / "killed", case, run_id, kill))
+        say(kill_and_finish(warehouse, case, run_id, kill))
     return len(kills)
 
 
