@@ -246,8 +246,11 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
     """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``."""
     k = max(1, len(info.segments))
     if ctx.merged:
-        from jobs.execution.merged_inputs import merge_inputs
+        from jobs.execution.merged_inputs import merge_inputs, merged_versions
 
+        # an attempt killed after merging the segment's events and before recording it here
+        # planned these versions: the segment goes to them (the next one goes further)
+        sources = merged_versions(replay.storage, info.input_path, info.run_id, k) or sources
         version = merge_inputs(replay.storage, replay.warehouse, replay.catalog, ctx.query,
                                sources, ctx.recording, info.input_path, info.run_id,
                                info.buckets, segment=k, after=old)
