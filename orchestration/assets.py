@@ -169,7 +169,8 @@ def replay_spec(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> dg.As
 def build_replay_asset(query: QuerySpec, recordings: dict[str, RecordingSpec]
                        ) -> dg.AssetsDefinition:
     """``replays/<name>``: the query's run extended to the latest recording version (the
-    latest completed run is continued; a fresh replay when there is none or it cannot be)."""
+    latest run is continued, an interrupted one finished first; a fresh replay when there is
+    none or it cannot be)."""
 
     @dg.multi_asset(specs=[replay_spec(query, recordings)], name=f"replay_{query.name}")
     def replay(context: dg.AssetExecutionContext, spark: SparkResource,

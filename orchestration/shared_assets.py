@@ -1,7 +1,8 @@
 """The replays of one recording as one subsettable multi-asset: the first materialisation of
 several of them replays them as one shared run (``jobs/shared/shared_run.py``: one scan per batch
-group); a query with a completed run is continued on its own (``jobs/runs/continuation.py``), as is
-one materialised alone. The shared plan is materialisation metadata."""
+group); a query with a run (complete, or interrupted: finished first) is continued on its own
+(``jobs/runs/continuation.py``), as is one materialised alone. The shared plan is
+materialisation metadata."""
 
 from collections.abc import Iterator
 
@@ -41,14 +42,14 @@ def build_shared_replays(recording: str, queries: list[QuerySpec],
                     can_subset=True)
     def replays(context: dg.AssetExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
-        from jobs.runs.continuation import continue_query, latest_completed
+        from jobs.runs.continuation import continue_query, run_to_continue
         from jobs.shared.shared_run import SharedReplay
 
         selected = [names[k] for k in sorted(context.selected_asset_keys,
                                               key=lambda k: k.to_user_string())]
         runner = warehouse.replay(spark)
         previous = {name: previous_run_id(context, replay_key(name)) for name in selected}
-        first = [q for q in selected if latest_completed(runner, q) is None]
+        first = [q for q in selected if run_to_continue(runner, q) is None]
         for name in selected if len(first) < 2 else [q for q in selected if q not in first]:
             result = continue_query(runner, name, log=context.log.info)  # its own segment
             yield dg.MaterializeResult(asset_key=replay_key(name), metadata={

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from jobs.settings import Settings
 
 if TYPE_CHECKING:
-    from jobs.runs.replay import BatchReport
+    from jobs.runs.run_commits import BatchReport
 
 
 def interactive(settings: Settings) -> bool:

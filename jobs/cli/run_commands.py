@@ -23,8 +23,8 @@ def replay(
     version: Annotated[int | None, typer.Option(help="Recording version (default latest)")]
         = None,
     cont: Annotated[bool, typer.Option(
-        "--continue", help="Extend the query's latest completed run (or --run-id) to the "
-        "recording's latest version")] = False,
+        "--continue", help="Extend the query's latest run (or --run-id) to the recording's latest "
+        "version; an interrupted one is finished first")] = False,
     no_share: Annotated[bool, typer.Option(
         "--no-share", help="Replay several queries one after another, not as one shared run")]
         = False,
@@ -76,7 +76,7 @@ def _continue(runner, query: str, plan: str | None, run_id: str | None) -> None:
 
     result = continue_query(runner, query, plan=plan, run_id=run_id,
                             log=lambda line: console.print(line, highlight=False))
-    if result.segment is None and not result.fresh_reason:
+    if result.segment is None and not result.fresh_reason and not result.resumed:
         console.print(f"{result.info.run_id}: no new recording version (at "
                       f"v{result.info.input_version}); nothing to do")
     elif result.segment is not None:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from engine.catalog import CatalogError, QuerySpec, parse_query
+from engine.catalog import parse_query
 from engine.registry import operator_for
+from engine.specs import CatalogError, QuerySpec
 from jobs.diff.sides import DiffError, Side, check_same_identity, replayed, side_of_run
 from jobs.runs.replay import Replay
 from jobs.runs.run_info import fingerprint

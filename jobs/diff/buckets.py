@@ -15,7 +15,7 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from jobs.execution.keyed_steps import key_buckets
+from jobs.execution.bucketing import key_buckets
 from jobs.storage import DeltaStorage
 
 #: Rows of both sides a bucket holds on average: bounds the memory of one comparison.

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.catalog import Catalog, QuerySpec
+from engine.catalog import Catalog
 from engine.errors import RepriseError
 from engine.family import RowIdentity
 from engine.registry import family_of, operator_for
+from engine.specs import QuerySpec
 from jobs.runs.listing import made_at
 from jobs.runs.replay import Replay
 from jobs.runs.run_info import RunInfo, fingerprint, load_run_file, read_run

@@ -7,6 +7,7 @@ the run, pins the arrival sequence every batch plan, resume and validation of th
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from functools import reduce
 
@@ -80,5 +81,21 @@ def merge_inputs(storage: DeltaStorage, warehouse: Warehouse, catalog: Catalog,
     appends the events of the commits after ``after``."""
     events = merged_events(storage, warehouse, catalog, query, versions, merged, after, files)
     storage.write(events.drop(_ORDER), target, txn=Txn(f"{run_id}/input", segment),
-                  metadata={"reprise.run": run_id, "reprise.inputs": str(versions)})
+                  metadata={"reprise.run": run_id, "reprise.inputs": json.dumps(versions),
+                            "reprise.segment": str(segment)})
     return storage.version(target)
+
+
+def merged_versions(storage: DeltaStorage, target: str, run_id: str, segment: int
+                    ) -> dict[str, int] | None:
+    """The recording versions whose events the merged input at ``target`` holds for
+    ``segment`` of run ``run_id`` when an earlier attempt of that segment (interrupted before
+    it recorded the segment in ``run.json``) wrote it: its last commit; None when it holds no
+    such commit (the segment's input is not written yet)."""
+    if not storage.exists(target):
+        return None
+    (last,) = storage.history(target, limit=1)
+    meta = storage.commit_metadata(last)
+    if meta.get("reprise.run") != run_id or meta.get("reprise.segment") != str(segment):
+        return None
+    return {stream: int(v) for stream, v in json.loads(meta["reprise.inputs"]).items()}

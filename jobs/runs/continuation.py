@@ -1,5 +1,7 @@
-"""``replay QUERY --continue``: extend a query's latest completed run to the recording's latest
-version, instead of replaying the whole history again.
+"""``replay QUERY --continue``: extend a query's latest run to the recording's latest version,
+instead of replaying the whole history again (a run that was interrupted, by a kill mid-way
+through a continuation or a replay, is finished first: to the versions it had planned; the next
+continuation goes further).
 
 The continued run keeps its id. Its ``run.json`` gets the new version's input files and the batch
 plan's cut points over the whole new input (exactly those a fresh replay at that version would
@@ -26,7 +28,8 @@ from engine import batch_plans as plans
 from jobs.execution.arrival import resolve_cuts, sequenced
 from jobs.execution.merged_inputs import input_merge, merged_events
 from jobs.runs.listing import made_at, summarize
-from jobs.runs.replay import BatchReport, Replay
+from jobs.runs.replay import Replay
+from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
@@ -50,11 +53,17 @@ class Continuation:
     manifest: pa.Table | None = None
     #: The run was complete when the segment was planned: no attempt left staged files behind.
     clean: bool = False
+    #: The run was interrupted (its last segment, or its first replay, not done): this
+    #: continuation finishes it to the versions it planned and plans no new segment.
+    resumed: bool = False
 
 
-def latest_completed(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
-    """The query's completed run over the newest input versions (then the newest made), among
-    the runs with the query's current definition and ``plan`` (default: the query's plan)."""
+def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
+    """The run a continuation of ``query`` extends: among the runs with the query's current
+    definition and ``plan`` (default: the query's plan), the one over the newest input versions
+    (then the newest made), complete or not. An interrupted run (a continuation or a replay that
+    was killed) is among them: the continuation finishes it first, to the versions it planned,
+    and the next one goes further."""
     ctx = replay.context(query)
     fp = fingerprint(ctx.query, ctx.operator)
     wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
@@ -64,8 +73,6 @@ def latest_completed(replay: Replay, query: str, plan: str | None = None) -> Run
             continue
         info = read_run(replay.warehouse, run_id)
         if info.query != query or info.fingerprint != fp or info.plan != wanted:
-            continue
-        if summarize(replay.warehouse, run_id).status != "complete" or pending(info):
             continue
         made = made_at(replay.warehouse.run_dir(run_id), info)
         rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
@@ -77,10 +84,11 @@ def latest_completed(replay: Replay, query: str, plan: str | None = None) -> Run
 def continue_query(replay: Replay, query: str, plan: str | None = None,
                    run_id: str | None = None, log: Callable[[str], None] = print,
                    on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
-    """Continue ``run_id`` (default: the query's latest completed run) to the latest recording
-    versions and run the new batches; without a run to continue, replay from scratch."""
+    """Continue ``run_id`` (default: :func:`run_to_continue`) to the latest recording versions
+    and run the new batches (an interrupted run: finish it first, to the versions it planned);
+    without a run to continue, replay from scratch."""
     if run_id is None:
-        info = latest_completed(replay, query, plan)
+        info = run_to_continue(replay, query, plan)
     else:
         info = read_run(replay.warehouse, run_id)
         if info.query != query:
@@ -107,11 +115,13 @@ def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) ->
     with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
         info = read_run(replay.warehouse, info.run_id)
         if pending(info) or replay.manifest(info.run_id).num_rows != info.batches + 1:
-            log(f"{info.run_id}: incomplete; resuming it first")
-            return Continuation(info, info.segments[-1] if info.segments else None)
+            log(f"{info.run_id}: interrupted; finishing it (to v{info.input_version}), the next "
+                "continuation goes further")
+            return Continuation(info, info.segments[-1] if info.segments else None,
+                                resumed=True)
         ctx = replay.context(info.query)
         reason = _fresh_reason(replay, info, ctx)
-        sources = replay._pin_sources(ctx.query, None)
+        sources = replay.pin_sources(ctx.query, None)
         old = info.sources or {"input": info.input_version}
         if not reason and sources == old:
             return Continuation(info, None, clean=True)
@@ -237,8 +247,11 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
     """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``."""
     k = max(1, len(info.segments))
     if ctx.merged:
-        from jobs.execution.merged_inputs import merge_inputs
+        from jobs.execution.merged_inputs import merge_inputs, merged_versions
 
+        # an attempt killed after merging the segment's events and before recording it here
+        # planned these versions: the segment goes to them (the next one goes further)
+        sources = merged_versions(replay.storage, info.input_path, info.run_id, k) or sources
         version = merge_inputs(replay.storage, replay.warehouse, replay.catalog, ctx.query,
                                sources, ctx.recording, info.input_path, info.run_id,
                                info.buckets, segment=k, after=old)
@@ -263,4 +276,4 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
     return segment
 
 
-__all__ = ["Continuation", "continue_query", "extend", "latest_completed"]
+__all__ = ["Continuation", "continue_query", "extend", "run_to_continue"]

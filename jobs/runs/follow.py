@@ -25,7 +25,8 @@ class FollowReport:
 def follow(replay: Replay, query: str, *, every_s: float = 5.0, plan: str | None = None,
            max_segments: int | None = None, duration_s: float | None = None,
            log: Callable[[str], None] = print) -> FollowReport:
-    """Continue ``query``'s latest completed run (replay it first when there is none) every
+    """Continue ``query``'s run (:func:`~jobs.runs.continuation.run_to_continue`: an
+    interrupted one is finished first; replay it first when there is none) every
     ``every_s`` seconds while the recording gains versions; a line per segment. The first
     SIGINT or SIGTERM stops it after the segment under way (every batch it committed stays; the
     run is resumable in any case); a second one interrupts at once."""

@@ -8,6 +8,11 @@ that is run again after a crash writes nothing twice; the late and quarantined e
 batches one Spark job ran are committed together (version = the job's last batch id). The
 manifest rows of those batches are committed last, together (same version): they mark those
 batches done, and a run resumes after the last batch the manifest holds.
+
+This module makes and loads runs (:meth:`Replay.prepare`) and runs a group of batches of one run
+(the single-run strategy, :class:`SingleRun`); the lifecycle around the groups (lock, leftovers,
+rewind, loop, clean-up, checkpoints) is :mod:`jobs.runs.lifecycle`'s, the commits
+:mod:`jobs.runs.run_commits`'.
 """
 
 from __future__ import annotations
@@ -15,11 +20,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from functools import partial
-from pathlib import Path
+from functools import cached_property
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -35,16 +38,15 @@ from jobs.execution.merged_inputs import merge_inputs
 from jobs.execution.spark_exchange import execute_step
 from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
+from jobs.runs.lifecycle import RunProgress, run_lifecycle
+from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
-from jobs.runs.run_lock import run_lock
-from jobs.runs.run_segments import finish_rewind, output_removals, save_run
+from jobs.runs.run_segments import save_run
 from jobs.runtime.lazy_session import not_started
 from jobs.runtime.parallelism import bucket_count
 from jobs.settings import EXCHANGES, Settings, load_settings
-from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
-from jobs.storage.orphans import marks, remove_leftovers
-from jobs.storage.staging import stage_table
+from jobs.storage import DeltaStorage, LiveFile
 from jobs.warehouse import Warehouse
 from jobs.warehouse_names import check_name
 
@@ -53,26 +55,6 @@ def _default_run_id(query: str, sources: dict[str, int], spec: BatchSpec, fp: st
     """A run's default id: the query, the pinned versions, the plan, the definition's hash."""
     pinned = ".".join(str(v) for v in sources.values())
     return f"{query}-v{pinned}-{spec.describe().replace(':', '').replace(',', '-')}-{fp[:6]}"
-
-
-#: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log
-#: has this many commits after the last one: opening them never replays more log entries.
-CHECKPOINT_EVERY = 20
-
-
-@dataclass
-class BatchReport:
-    """One manifest row, as reported to progress callbacks."""
-
-    batch: int
-    kind: str
-    rows_in: int
-    rows_out: int
-    late: int
-    quarantined: int
-    state_rows: int
-    state_bytes: int
-    duration_s: float
 
 
 @dataclass
@@ -118,7 +100,7 @@ class Replay:
             check_name("run id", run_id)  # before reading anything ('' too: no default)
         ctx = self.context(query_name)
         query, recording, op = ctx.query, ctx.recording, ctx.operator
-        sources = self._pin_sources(query, version)
+        sources = self.pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan is not None else query.batch
         fp = fingerprint(query, op)
         if run_id is None:
@@ -165,7 +147,7 @@ class Replay:
         versions when no ``run_id`` is given."""
         ctx = self.context(query_name)
         spec = plans.parse_plan(plan) if plan is not None else ctx.query.batch
-        return _default_run_id(query_name, self._pin_sources(ctx.query, None), spec,
+        return _default_run_id(query_name, self.pin_sources(ctx.query, None), spec,
                                fingerprint(ctx.query, ctx.operator))
 
     def context(self, query_name: str) -> RunContext:
@@ -178,7 +160,7 @@ class Replay:
                               f"{' or '.join(EXCHANGES)}")
         return self.exchange
 
-    def _pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:
+    def pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:
         """The version of each input recording the run reads (the latest unless ``version``)."""
         if version is not None and len(query.inputs) > 1:
             raise ReplayError(f"query {query.name!r} reads {len(query.inputs)} recordings; "
@@ -219,42 +201,12 @@ class Replay:
 
     def run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None = None,
             clean: bool = True) -> pa.Table:
-        """Run the remaining batches of ``info`` (then the end-of-input flush); returns manifest.
-        Holds the run's lock (another process replaying it makes this raise ``RunBusy``); deletes
-        the files killed task attempts staged but never committed first (``clean=False``: the
-        caller knows there is none, e.g. a continuation of a complete run) and, once the last
-        batch is committed, those this call's task attempts staged and did not commit (it looks
-        only at what was staged and committed since it started)."""
-        tables = self.tables(info).values()
-        with run_lock(self.warehouse.run_dir(info.run_id), info.run_id):
-            if clean:
-                remove_leftovers(tables)
-            started = marks(tables)
-            finish_rewind(self, info)  # a continuation stopped before its rewind was done
-            manifest = self._run(info, on_batch)
-            remove_leftovers(tables, since=started)
-            # (a continued run's logs grow by a few commits a segment; delta-rs writes a
-            # checkpoint without holding the GIL, so the tables' run side by side)
-            with ThreadPoolExecutor(len(tables)) as pool:
-                list(pool.map(lambda table: self.storage.exists(table)
-                              and self.storage.checkpoint(table, CHECKPOINT_EVERY), tables))
-            return manifest
-
-    def _run(self, info: RunInfo, on_batch: Callable[[BatchReport], None] | None) -> pa.Table:
-        ctx = self.context(info.query)
-        done = self.manifest(info.run_id)
-        batch = done.num_rows
-        state_version = done.column("state_version")[-1].as_py() if done.num_rows else None
-        removals = output_removals(self, info, done)
-        while batch <= info.batches:
-            group = self.group_of(info, batch)
-            reports, state_version = self._run_group(info, ctx, group, state_version, removals)
-            removals = None
-            for report in reports:
-                if on_batch:
-                    on_batch(report)
-            batch = group[-1] + 1
-        return self.manifest(info.run_id)
+        """Run the remaining batches of ``info`` (then the end-of-input flush) through the run
+        lifecycle (:func:`~jobs.runs.lifecycle.run_lifecycle`: lock, leftovers, rewind, groups,
+        clean-up, checkpoints); returns the run's manifest."""
+        heard = None if on_batch is None else (lambda _, report: on_batch(report))
+        return run_lifecycle(self, SingleRun(self, info), clean=clean,
+                             on_batch=heard)[info.run_id]
 
     def group_of(self, info: RunInfo, first: int) -> list[int]:
         """Consecutive batches run by one Spark job; the end-of-input flush joins the last group
@@ -328,7 +280,7 @@ class Replay:
         return {b: (cuts[b], cuts[b + 1]) if b < info.batches else (info.total, info.total)
                 for b in group}
 
-    def _run_group(self, info: RunInfo, ctx: RunContext, group: list[int],
+    def run_group(self, info: RunInfo, ctx: RunContext, group: list[int],
                    state_version: int | None, removals: list[str] | None = None
                    ) -> tuple[list[BatchReport], int | None]:
         """Run and commit one group of batches; ``removals``: the output files the commit of
@@ -363,15 +315,16 @@ class Replay:
         group's manifest rows, which mark its batches done: (reports, last state version).
         ``removals``: output files the first batch's output commit removes."""
         tables = self.tables(info)
-        reports, rows, state_version = self._commit_group(info, tables, plan, group,
-                                                          self.bounds(info, group), steps, live,
-                                                          state_version, started, removals)
+        reports, rows, state_version = commit_group(self.storage, info, tables, plan, group,
+                                                    self.bounds(info, group), steps, live,
+                                                    state_version, started, removals,
+                                                    self.on_commit)
         if self.before_manifest is not None:
             self.before_manifest(info.run_id, group)
         path, new = tables["manifest"], pa.Table.from_pylist(rows, MANIFEST_SCHEMA)
         known = self._manifests.get(path)
-        version, skipped = self._commit_rows(path, new, info.txn("manifest", group[-1]),
-                                             _meta(info, group[-1]))
+        version, skipped = commit_rows(self.storage, path, new, info.txn("manifest", group[-1]),
+                                       batch_meta(info, group[-1]))
         if skipped or version is None:
             return reports, state_version
         if known is None and version == 0:  # the rows it holds: no need to read them
@@ -382,146 +335,29 @@ class Replay:
                                    pa.concat_tables([known[1], new]).combine_chunks())
         return reports, state_version
 
-    def _commit_group(self, info: RunInfo, tables: dict[str, str], plan: StepPlan,
-                      group: list[int], bounds: dict[int, tuple[int, int]],
-                      steps: dict[int, StepFiles], live: list[LiveFile],
-                      state_version: int | None, started: float,
-                      removals: list[str] | None = None
-                      ) -> tuple[list[BatchReport], list[dict], int | None]:
-        """Commit the files of a group's batches: (reports, manifest rows, last state version).
-        A batch's duration is its share of the group's time since ``started``; ``removals``:
-        output files the first batch's output commit removes (that commit is made even when it
-        adds and removes nothing, so that a retry finds it done).
 
-        The tables do not depend on each other (a crash between them is repaired by the
-        per-batch transactions): each takes its batches in order, in a thread of its own when
-        the storage's commits wait (:meth:`~jobs.storage.DeltaStorage.commits_wait`).
-        """
-        for batch in group:
-            lo, hi = bounds[batch]
-            if steps[batch].rows_seen != hi - lo:
-                raise ReplayError(f"batch {batch} of run {info.run_id}: expected {hi - lo} input "
-                                  f"rows (arrival sequence {lo}..{hi}) but the step saw "
-                                  f"{steps[batch].rows_seen}; the recording changed under the "
-                                  "pinned version?")
-        stepped = [b for b in group if b != info.batches]  # the end-of-input flush: output only
-        commits = {
-            "output": partial(self._commit_appends, info, "output", tables["output"],
-                              plan.schemas["output"], group, steps, removals),
-            **{kind: partial(self._commit_events, info, kind, tables[kind], plan, stepped, steps)
-               for kind in ("late", "quarantine")},
-            "state": partial(self._commit_states, info, tables["state"], plan.schemas["state"],
-                             stepped, steps, live)}
-        if self.storage.commits_wait(tables["output"]):
-            with ThreadPoolExecutor(len(commits)) as pool:
-                futures = {kind: pool.submit(commit) for kind, commit in commits.items()}
-                done = {kind: future.result() for kind, future in futures.items()}
-        else:
-            done = {kind: commit() for kind, commit in commits.items()}
-        versions, after = done["output"], done["state"]
-        reports, rows = [], []
-        duration_s = (time.perf_counter() - started) / len(group)  # manifest bookkeeping only
-        for batch in group:
-            lo, hi = bounds[batch]
-            state_version, state_rows, state_bytes = after.get(batch, (state_version, 0, 0))
-            events = steps[batch].events
-            report = BatchReport(
-                batch=batch, kind="end" if batch == info.batches else "batch", rows_in=hi - lo,
-                rows_out=sum(f.num_records for f in steps[batch].staged["output"]),
-                late=events["late"], quarantined=events["quarantine"],
-                state_rows=state_rows, state_bytes=state_bytes, duration_s=duration_s)
-            reports.append(report)
-            rows.append({"run_id": info.run_id, "seq_lo": lo, "seq_hi": hi,
-                         "state_version": state_version,
-                         "output_version": versions[batch], **vars(report)})
-        return reports, rows, state_version
+@dataclass
+class SingleRun:
+    """The single-run strategy of the run lifecycle: one run, each group one Spark job (or, few
+    events, the driver) with the run's operator."""
 
-    def _commit_appends(self, info: RunInfo, kind: str, path: str, schema: pa.Schema,
-                        batches: list[int], steps: dict[int, StepFiles],
-                        removals: list[str] | None = None) -> dict[int, int | None]:
-        """Commit ``batches`` of the output table in order: the version holding each; the first
-        one's commit also removes ``removals`` (when not None, it is made even if empty)."""
-        versions = {}
-        for batch in batches:
-            versions[batch] = self._commit(path, steps[batch].staged[kind], schema,
-                                           info.txn(kind, batch), _meta(info, batch),
-                                           remove=removals, force=removals is not None)[0]
-            removals = None
-            if self.on_commit:
-                self.on_commit(batch)
-        return versions
+    replay: Replay
+    info: RunInfo
 
-    def _commit_events(self, info: RunInfo, kind: str, path: str, plan: StepPlan,
-                       batches: list[int], steps: dict[int, StepFiles]) -> None:
-        """Commit the late or quarantined events of a group's ``batches`` in one commit (app
-        transaction version: the last batch's). The workers wrote none of the batches an
-        earlier attempt's commit holds already (``plan.events_done``)."""
-        if not batches or plan.events_done.get(kind, -1) >= batches[-1]:
-            return
-        files = [f for batch in batches for f in steps[batch].staged[kind]]
-        self._commit(path, files, plan.schemas[kind], info.txn(kind, batches[-1]),
-                     _meta(info, batches[-1]), need_version=False)
+    @property
+    def runs(self) -> list[RunInfo]:
+        """The one run."""
+        return [self.info]
 
-    def _commit_states(self, info: RunInfo, path: str, schema: pa.Schema, batches: list[int],
-                       steps: dict[int, StepFiles], live: list[LiveFile]
-                       ) -> dict[int, tuple[int, int, int]]:
-        """Commit the state files of ``batches`` in order, each replacing its buckets' files (a
-        file of every bucket once every bucket has stepped past it): (version, rows, bytes) of
-        the state after each batch."""
-        after = {}
-        for batch in batches:
-            step = steps[batch]
-            every = step.buckets >= set(range(info.buckets))
-            replaced = [f.path for f in live
-                        if bucket_of_file(f.path) in step.buckets
-                        or (every and bucket_of_file(f.path) is None)]
-            version, skipped = self._commit(path, step.staged["state"], schema,
-                                            info.txn("state", batch),
-                                            _meta(info, batch), remove=replaced)
-            live = (self.storage.live_files(path, version) if skipped
-                    # an earlier attempt committed this batch's state files: ask the table
-                    else [f for f in live if f.path not in replaced]
-                    + [LiveFile(f.path, f.size, f.num_records) for f in step.staged["state"]])
-            after[batch] = (version, sum(f.rows for f in live), sum(f.size for f in live))
-        return after
+    @cached_property
+    def context(self) -> RunContext:
+        """The run's query, recording(s) and operator (made once for all its groups)."""
+        return self.replay.context(self.info.query)
 
-    def _commit_rows(self, path: str, table: pa.Table, txn: Txn, meta: dict,
-                     remove: list[str] | None = None) -> tuple[int | None, bool]:
-        """Commit a small table (manifest rows) once, as one staged Parquet file (none when it
-        has no rows), dropping the live files ``remove`` in the same commit: (table version
-        holding them, skipped as already done)."""
-        staged = [stage_table(self.storage, path, table)] if table.num_rows else []
-        return self._commit(path, staged, table.schema, txn, meta, remove=remove)
-
-    def _commit(self, path: str, files: list[StagedFile], schema: pa.Schema, txn: Txn,
-                meta: dict, remove: list[str] | None = None, need_version: bool = True,
-                force: bool = False) -> tuple[int | None, bool]:
-        """Commit a batch's files once: (table version holding them, skipped as already done).
-
-        A batch that adds and removes nothing leaves an existing table alone (a retry of it
-        would write nothing either; ``force``: it is committed all the same); the first batch
-        always creates the table. Without ``need_version`` such a no-op returns no version (it
-        costs a log read).
-        """
-        if not files and not remove and not force and self.storage.exists(path):
-            return (self.storage.version(path) if need_version else None), False
-        result = self.storage.commit_files(path, files, schema, txn=txn, metadata=meta,
-                                           remove=remove or ())
-        if not result.skipped:
-            return result.version, False
-        _discard(files)  # committed by an earlier attempt: these recomputed files are spares
-        return self.storage.version_with(path, meta), True
-
-
-def _discard(files: list[StagedFile]) -> None:
-    """Delete staged files an earlier attempt's commit made spares (it holds their batches)."""
-    for f in files:
-        Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
-
-
-def _meta(info: RunInfo, batch: int) -> dict[str, str]:
-    """The metadata of a batch's commits (it finds them again on a retry)."""
-    meta = {"reprise.run": info.run_id, "reprise.batch": str(batch)}
-    if len(info.segments) > 1:
-        meta["reprise.segment"] = str(len(info.segments) - 1)
-    return meta
+    def run_group(self, group: list[int], members: list[RunProgress]
+                  ) -> dict[str, list[BatchReport]]:
+        """Run and commit ``group`` of the run."""
+        (progress,) = members
+        reports, _ = self.replay.run_group(self.info, self.context, group,
+                                           progress.state_version, progress.removals)
+        return {self.info.run_id: reports}

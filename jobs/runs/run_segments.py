@@ -17,20 +17,31 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import fields
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import unquote
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jobs.runs.run_info import ReplayError, note_checked
+from jobs.runs.run_commits import commit_rows
+from jobs.runs.run_info import ReplayError, RunInfo, note_checked
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
 from jobs.storage.delta_log import log_actions
 from jobs.storage.staging import stage_table
+from jobs.warehouse import Warehouse
 
-if TYPE_CHECKING:
-    from jobs.runs.replay import Replay
-    from jobs.runs.run_info import RunInfo
+
+class RunTables(Protocol):
+    """What rewinding a run needs of the runner (:class:`~jobs.runs.replay.Replay`): the
+    storage, the warehouse and its cache of the runs' manifests."""
+
+    storage: DeltaStorage
+    warehouse: Warehouse
+
+    def manifest(self, run_id: str) -> pa.Table: ...
+
+    def remember_manifest(self, run_id: str, version: int, rows: pa.Table) -> None: ...
 
 
 def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:
@@ -66,7 +77,7 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | N
     return None
 
 
-def save_run(replay: Replay, info: RunInfo) -> None:
+def save_run(replay: RunTables, info: RunInfo) -> None:
     """Write ``run.json`` atomically: one field a line, each value compact (the lists of files,
     cut points and segments grow with every segment; JSON's indented form is written by a
     pure-Python encoder, ten times slower)."""
@@ -88,7 +99,7 @@ def pending(info: RunInfo) -> dict | None:
     return None
 
 
-def finish_rewind(replay: Replay, info: RunInfo) -> None:
+def finish_rewind(replay: RunTables, info: RunInfo) -> None:
     """Do (or finish) the rewind of the run's last segment, then mark it done in ``run.json``."""
     segment = pending(info)
     if segment is None:
@@ -99,7 +110,7 @@ def finish_rewind(replay: Replay, info: RunInfo) -> None:
     save_run(replay, info)
 
 
-def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
+def rewind(replay: RunTables, info: RunInfo, keep: int, segment: int, seq: int,
            old_total: int) -> None:
     """Set the run's tables back to the end of batch ``keep - 1`` (``seq``: the arrival
     sequence where batch ``keep`` starts; ``old_total``: the events the run had read). The
@@ -137,14 +148,14 @@ def rewind(replay: Replay, info: RunInfo, keep: int, segment: int, seq: int,
             commit(kind, *_events_before(storage, path, seq))
     if manifest.num_rows > keep:  # one commit: the kept rows as a new file, the old ones gone
         path, kept = table("manifest"), manifest.slice(0, keep)
-        version, skipped = replay._commit_rows(path, kept,
-                                               Txn(f"{run_id}/rewind/manifest", segment), meta,
-                                               remove=[f.path for f in storage.live_files(path)])
+        version, skipped = commit_rows(storage, path, kept,
+                                       Txn(f"{run_id}/rewind/manifest", segment), meta,
+                                       remove=[f.path for f in storage.live_files(path)])
         if not skipped and version is not None:
             replay.remember_manifest(run_id, version, kept)
 
 
-def table_diff(replay: Replay, info: RunInfo, kind: str, version: int | None
+def table_diff(replay: RunTables, info: RunInfo, kind: str, version: int | None
                ) -> tuple[list[LiveFile], list[str]]:
     """The files to add back to and to remove from the run's ``kind`` table to make its live
     files those it had at ``version`` (none when None)."""
@@ -165,7 +176,7 @@ def table_diff(replay: Replay, info: RunInfo, kind: str, version: int | None
     return sorted(then - now), sorted(f.path for f in now - then)
 
 
-def output_removals(replay: Replay, info: RunInfo, manifest) -> list[str] | None:
+def output_removals(replay: RunTables, info: RunInfo, manifest) -> list[str] | None:
     """The output files of the batches the last segment rewound (at least the provisional
     end-of-input flush's), which the commit of the segment's first batch's output removes, when
     the manifest (``manifest``: its rows) ends at that batch; None otherwise. The rewind
@@ -230,5 +241,5 @@ def describe(segment: dict) -> str:
             f"{int(segment['events']):,} new events")
 
 
-__all__ = ["append_only", "describe", "finish_rewind", "kept_batches", "output_removals",
-           "pending", "rewind", "save_run", "table_diff"]
+__all__ = ["RunTables", "append_only", "describe", "finish_rewind", "kept_batches",
+           "output_removals", "pending", "rewind", "save_run", "table_diff"]

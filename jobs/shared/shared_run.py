@@ -24,9 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -51,13 +49,13 @@ from jobs.execution.keyed_steps import (
 )
 from jobs.execution.step_files import collect_files
 from jobs.execution.step_plan import StepPlan
+from jobs.runs.lifecycle import RunProgress, run_lifecycle
 from jobs.runs.listing import resume_note
-from jobs.runs.replay import BatchReport, Replay
-from jobs.runs.run_info import ReplayError, RunInfo
-from jobs.runs.run_lock import run_lock
+from jobs.runs.replay import Replay
+from jobs.runs.run_commits import BatchReport
+from jobs.runs.run_info import RunInfo
 from jobs.shared.shared_plan import named_once, on_its_own, one_recording, shared_plan
 from jobs.shared.shared_work import work_of
-from jobs.storage.orphans import remove_unreferenced
 
 QUERY = "__query"
 
@@ -251,42 +249,18 @@ class SharedReplay:
                    on_batch: Callable[[str, BatchReport], None] | None = None
                    ) -> dict[str, pa.Table]:
         """Run the batches of ``infos`` (sharable runs) in shared jobs, each run resuming after
-        its own last committed batch."""
-        runner = self.runner
-        with ExitStack() as locks:
-            for info in infos:
-                locks.enter_context(run_lock(runner.warehouse.run_dir(info.run_id),
-                                             info.run_id))
-                for path in runner.tables(info).values():
-                    remove_unreferenced(Path(path))
-            done = {i.run_id: runner.manifest(i.run_id) for i in infos}
-            last = infos[0].batches
-            while True:
-                pending = {i.run_id: done[i.run_id].num_rows for i in infos
-                           if done[i.run_id].num_rows <= last}
-                if not pending:
-                    break
-                first = min(pending.values())
-                group = runner.group_of(infos[0], first)
-                members = [i for i in infos if pending.get(i.run_id) == first]
-                for query, reports in self._run_group(plan, members, group, done).items():
-                    for report in reports:
-                        if on_batch:
-                            on_batch(query, report)
-                for info in members:
-                    done[info.run_id] = runner.manifest(info.run_id)
-                    if done[info.run_id].num_rows <= first:  # (else this loop never ends)
-                        raise ReplayError(
-                            f"run {info.run_id}: its manifest does not list batches "
-                            f"{group[0]}-{group[-1]} after they ran: its tables are "
-                            "inconsistent; replay the query with another --run-id")
-        return done
+        its own last committed batch, through the run lifecycle
+        (:func:`~jobs.runs.lifecycle.run_lifecycle`)."""
+        heard = None if on_batch is None else (lambda info, report: on_batch(info.query, report))
+        return run_lifecycle(self.runner, SharedRuns(self, plan, infos), on_batch=heard)
 
-    def _run_group(self, plan: SharedPlan, infos: list[RunInfo], group: list[int],
-                   done: dict[str, pa.Table]) -> dict[str, list[BatchReport]]:
-        """One Spark job for ``group`` of every run of ``infos``, then each run's commits."""
+    def _run_group(self, plan: SharedPlan, progress: list[RunProgress], group: list[int]
+                   ) -> dict[str, list[BatchReport]]:
+        """One Spark job for ``group`` of every run of ``progress`` (where each run stands),
+        then each run's commits; each run's reports by query."""
         runner = self.runner
         started = time.perf_counter()  # manifest bookkeeping only
+        infos = [p.info for p in progress]
         first = infos[0]
         attempt = uuid.uuid4().hex[:8]
         contexts = {i.query: runner.context(i.query) for i in infos}
@@ -294,10 +268,8 @@ class SharedReplay:
         shares = pane_shares(plan, inner, {q: c.family for q, c in contexts.items()})
         filters: dict[Pred, Passing] = {}  # by residual
         prepared = {}
-        for info in infos:
-            manifest = done[info.run_id]
-            version = (manifest.column("state_version")[-1].as_py() if manifest.num_rows
-                       else None)
+        for info, at in zip(infos, progress, strict=True):
+            version = at.state_version
             cluster = plan.cluster_of(info.query)
             op = inner[info.query]
             if info.query in shares:
@@ -310,7 +282,7 @@ class SharedReplay:
             step_plan, live = runner.step_plan(info, contexts[info.query], op, group, version,
                                                attempt)
             member = Member(info.query, step_plan, cluster.where, shares.get(info.query), passes)
-            prepared[info.run_id] = member, live, version
+            prepared[info.run_id] = member, live, version, at.removals
         members = [m for m, *_ in prepared.values()]
         lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
         files = overlapping(first.files, lo, hi)
@@ -323,10 +295,10 @@ class SharedReplay:
             reports = {}
             for m in part:
                 info = run_of[m.name]
-                _, live, version = prepared[info.run_id]
+                _, live, version, removals = prepared[info.run_id]
                 steps = collect_files(m.plan, [r for r in rows if r[QUERY] == m.name])
                 reports[m.name] = runner.commit(info, m.plan, group, steps, live, version,
-                                                started)[0]
+                                                started, removals)[0]
             return reports
 
         # one Spark job per part, side by side: the runs of a part that is done commit while
@@ -337,6 +309,22 @@ class SharedReplay:
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
         return {i.query: reports[i.query] for i in infos}
+
+
+@dataclass
+class SharedRuns:
+    """The shared-run strategy of the run lifecycle: the sharable runs of one shared plan, each
+    group of batches one Spark job per part of the runs behind (:meth:`SharedReplay._run_group`)."""
+
+    shared: SharedReplay
+    plan: SharedPlan
+    runs: list[RunInfo]
+
+    def run_group(self, group: list[int], members: list[RunProgress]
+                  ) -> dict[str, list[BatchReport]]:
+        """Run and commit ``group`` of the members' runs in shared jobs."""
+        reports = self.shared._run_group(self.plan, members, group)
+        return {p.info.run_id: reports[p.info.query] for p in members}
 
 
 def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,

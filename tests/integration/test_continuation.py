@@ -144,12 +144,12 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
     the run still equals a fresh replay."""
     import deltalake
 
-    import jobs.runs.replay
+    import jobs.runs.lifecycle
 
     root = Path(tempfile.mkdtemp(prefix="reprise-cont-"))
     small_catalog(root / "schemas")
     replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"))
-    monkeypatch.setattr(jobs.runs.replay, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(jobs.runs.lifecycle, "CHECKPOINT_EVERY", 5)
     table = events_table(np.random.default_rng(7), 80)
     counts: dict[str, int] = {}
     opened, read_text, history = deltalake.DeltaTable.__init__, Path.read_text, \
@@ -182,7 +182,8 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
     steady = {k: v for k, v in per_continuation[2].items() if k != "opens"}
     assert all({k: v for k, v in c.items() if k != "opens"} == steady
                for c in per_continuation[2:]), per_continuation
-    assert all(1 <= c["opens"] <= 1 + 5 for c in per_continuation[1:]), per_continuation
+    # (none at all when the storage's memos hold every table a continuation reads)
+    assert all(c.get("opens", 0) <= 1 + 5 for c in per_continuation[1:]), per_continuation
     assert not any(c.get("full history") for c in per_continuation[1:])
     run_id = result.info.run_id
     for kind in ("output", "state", "manifest"):

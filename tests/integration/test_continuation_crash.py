@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pytest
 from test_crash import child_env, late_rows, output_rows
 
+from jobs.execution.merged_inputs import merge_inputs
 from jobs.recordings.store import generate_recording
 from jobs.runs.continuation import continue_query, extend
 from jobs.runs.replay import Replay
@@ -112,3 +113,32 @@ def test_rewritten_recording_is_replayed_from_scratch_with_the_reason(
     assert validate_run(replay, catalog, result.info.run_id).ok
     # the old run is untouched, still complete at its own version
     assert replay.manifest(first.info.run_id).num_rows == first.info.batches + 1
+
+
+def test_an_spj_continuation_killed_after_merging_its_input_finishes_at_the_merged_version(
+        spark, storage, catalog, warehouse):
+    """Killed after the merged input of its new segment was committed and before ``run.json``
+    recorded the segment, with a newer recording version since: the next continuation finishes
+    the segment at the version the killed one merged (not the newest: the merged input holds
+    that one's events), and the one after goes further; each equals a fresh replay."""
+    query = "vitals_spo2_histogram"  # spj: its input is merged into the run's own table
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=3_000, seed=7,
+                       commits=2)
+    replay = Replay(spark, storage, warehouse, catalog)
+    info = replay.prepare(query, plan=PLAN, run_id="merged")
+    replay.run(info)
+    path = warehouse.recording("vitals")
+    storage.write(later_events(replay), path, mode="append")
+    planned = storage.version(path)
+    ctx = replay.context(query)
+    merge_inputs(storage, warehouse, catalog, ctx.query, {"vitals": planned}, ctx.recording,
+                 info.input_path, info.run_id, info.buckets, segment=1, after=info.sources)
+    storage.write(later_events(replay).slice(0, 500), path, mode="append")  # a newer version
+    for version, fresh in ((planned, "fresh"), (planned + 1, "fresh-newest")):
+        # (the run to continue, not the fresh run of the same versions made just before)
+        result = continue_query(replay, query, plan=PLAN, run_id="merged", log=lambda line: None)
+        assert result.info.sources == {"vitals": version}
+        replay.run(replay.prepare(query, plan=PLAN, run_id=fresh, version=version))
+        assert output_rows(replay, "merged") == output_rows(replay, fresh)
+        assert late_rows(replay, "merged") == late_rows(replay, fresh)
+        assert validate_run(replay, catalog, "merged").ok

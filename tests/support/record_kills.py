@@ -53,43 +53,55 @@ def _kill_in(ms: float) -> None:
     timer.start()
 
 
-def _arm(kill: str | None) -> None:
-    """Install the fault hook in this process (the harness): ``cK`` kills after the K-th
-    commit, ``mMS`` MS ms after ``record_files`` starts, ``wMS`` MS ms after the first commit
-    starts; an uninterrupted run reports its durations on stderr."""
-    import jobs.recordings.store as store
+def kill_on_commits(kill: str | None) -> dict[str, float]:
+    """Wrap the delta-rs storage's commit methods in this process: ``cK`` kills after the K-th
+    commit (K = 0: as the first one starts), ``wMS`` MS ms after the first commit starts (other
+    kinds: no kill). Returns the counters, filled as commits go: ``commits``, ``first`` (when
+    the first started) and ``last`` (when the last ended), in ``time.perf_counter`` seconds."""
     from jobs.storage.delta_rs import DeltaRsStorage
 
     mode, amount = (kill[0], float(kill[1:])) if kill else ("", 0.0)
-    commits, started = [0], [0.0]
+    seen = {"commits": 0, "first": 0.0, "last": 0.0}
 
     def counted(method: Callable) -> Callable:
         def commit(self, *args, **kwargs):
-            if not started[0]:
-                started[0] = time.perf_counter()
+            if not seen["first"]:
+                seen["first"] = time.perf_counter()
                 if mode == "w":
                     _kill_in(amount)
             if mode == "c" and amount == 0:
                 _die()
             result = method(self, *args, **kwargs)
-            commits[0] += 1
-            if mode == "c" and commits[0] == amount:
+            seen["commits"] += 1
+            seen["last"] = time.perf_counter()
+            if mode == "c" and seen["commits"] == amount:
                 _die()
             return result
         return commit
 
     DeltaRsStorage.write = counted(DeltaRsStorage.write)
     DeltaRsStorage.commit_files = counted(DeltaRsStorage.commit_files)
+    return seen
+
+
+def _arm(kill: str | None) -> None:
+    """Install the fault hook in this process (the harness): ``cK`` kills after the K-th
+    commit (K = 0: as the first one starts), ``mMS`` MS ms after ``record_files`` starts,
+    ``wMS`` MS ms after the first commit starts; an uninterrupted run reports its durations on
+    stderr."""
+    import jobs.recordings.store as store
+
+    seen = kill_on_commits(kill)
     real = store.record_files
 
     def timed(*args, **kwargs):
-        if mode == "m":
-            _kill_in(amount)
+        if kill and kill[0] == "m":
+            _kill_in(float(kill[1:]))
         start = time.perf_counter()
         result = real(*args, **kwargs)
         end = time.perf_counter()
         print(TOOK + json.dumps({"record": end - start,
-                                 "writing": end - started[0] if started[0] else 0.0}),
+                                 "writing": end - seen["first"] if seen["first"] else 0.0}),
               file=sys.stderr, flush=True)
         return result
 

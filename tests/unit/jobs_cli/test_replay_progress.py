@@ -8,7 +8,7 @@ from rich.console import Console
 
 from jobs.cli.progress import ReplayProgress
 from jobs.runs.listing import resume_note
-from jobs.runs.replay import BatchReport
+from jobs.runs.run_commits import BatchReport
 from jobs.settings import Settings
 
 
