@@ -3,7 +3,7 @@ SIGKILL at every commit boundary and at random instants; the next one finishes t
 
 The campaign, one line per kill::
 
-    PYTHONPATH=. python tests/integration/continue_kills.py [--seed 1] [--random 2] [--dir DIR]
+    PYTHONPATH=. python tests/support/continue_kills.py [--seed 1] [--random 2] [--dir DIR]
 
 For each case (a query of each family, with and without ``--plan``, ``--continue`` and
 ``follow``, and runs made by a shared replay of several queries) it replays the query, appends
@@ -17,7 +17,7 @@ replay at that version. ``test_continue_kills.py`` runs a few kills; the whole c
 
 The harness, run by the campaign in a subprocess::
 
-    python tests/integration/continue_kills.py run --kill (cK | wMS) -- ARGS...
+    python tests/support/continue_kills.py run --kill (cK | wMS) -- ARGS...
 
 runs ``reprise ARGS`` and SIGKILLs itself after its K-th Delta commit (K = 0: as the first one
 starts) or MS milliseconds after its first commit starts. The fault hook is set here, in the
