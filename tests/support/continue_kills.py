@@ -122,6 +122,18 @@ def planned_version(info: dict) -> int:
     return next(iter((info.get("sources") or {"input": info["input_version"]}).values()))
 
 
+def merged_before_recorded(warehouse: Path, info: dict) -> int | None:
+    """The recording version a run's merged input (spj) holds the events of, when a killed
+    continuation merged them and did not record its segment in ``run.json``; else None."""
+    from jobs.execution.merged_inputs import merged_versions
+    from jobs.storage import open_driver_storage
+
+    segment = max(1, len(info.get("segments") or []))
+    held = merged_versions(open_driver_storage("delta-rs"), info["input_path"], info["run_id"],
+                           segment)
+    return next(iter(held.values())) if held else None
+
+
 def is_complete(warehouse: Path, run_id: str) -> bool:
     """The run's manifest holds all its batches and no rewind is pending."""
     info = run_json(warehouse, run_id)
@@ -233,7 +245,8 @@ def kill_and_finish(work: Path, case: Case, run_id: str, kill: str) -> str:
     assert sorted(p.name for p in (work / "runs").iterdir()) == runs_before, \
         "the continuation after the kill made another run"
     version = planned_version(run_json(work, run_id))
-    wanted = planned_version(after_kill) if interrupted else newest
+    wanted = (planned_version(after_kill) if interrupted
+              else merged_before_recorded(work, after_kill) or newest)
     assert version == wanted, (f"{case} --kill {kill}: run {run_id} went to v{version}, "
                                f"not v{wanted}")
     assert_equals_fresh(work, case.query, run_id, case.plan, version)
