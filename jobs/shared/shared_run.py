@@ -26,7 +26,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -261,7 +260,7 @@ class SharedReplay:
                 locks.enter_context(run_lock(runner.warehouse.run_dir(info.run_id),
                                              info.run_id))
                 for path in runner.tables(info).values():
-                    remove_unreferenced(Path(path))
+                    remove_unreferenced(path)
             done = {i.run_id: runner.manifest(i.run_id) for i in infos}
             last = infos[0].batches
             while True:

@@ -24,6 +24,7 @@ from jobs.storage.base import (
     WriteMode,
     WriteResult,
 )
+from jobs.storage.delta_log import txn_version as logged_txn_version
 
 
 def local_file_path():
@@ -132,10 +133,8 @@ class DeltaSparkStorage(DeltaStorage):
         return f"{path.rstrip('/')}.staging/{tag}"
 
     def txn_version(self, path: str, app_id: str) -> int | None:
-        # Delta keeps the last version per appId in the snapshot; the JSON log has every one.
-        rows = (self.spark.read.json(f"{path.rstrip('/')}/_delta_log/*.json")
-                .where(F.col("txn.appId") == app_id).select("txn.version").collect())
-        return max((int(r["version"]) for r in rows), default=None)
+        # (Delta keeps the last version per appId in the snapshot; the log has every one)
+        return logged_txn_version(path, app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
         api = self._api(path)
