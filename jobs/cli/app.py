@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -166,7 +167,8 @@ class Context:
     def __init__(self, warehouse: Path | None, catalog: Path | None, backend: str | None):
         from jobs.warehouse import Warehouse
 
-        self.settings = load_settings()
+        settings = load_settings()  # (--backend delta-spark: the session loads the Delta jars)
+        self.settings = replace(settings, delta_backend=backend) if backend else settings
         self.warehouse = Warehouse.at(warehouse or self.settings.warehouse)
         self.catalog = _catalog(self.settings, catalog)
         self._backend = backend

@@ -92,11 +92,13 @@ class DeltaSparkStorage(DeltaStorage):
                          rows=pq.ParquetFile(p).metadata.num_rows) for p in paths]
 
     def files(self, path: str, version: int) -> list[DataFile]:
-        added_in: dict[str, int] = {}
-        for v in range(version + 1):
-            for uri in sorted(self.read(path, v).inputFiles()):
-                added_in.setdefault(_input_path(uri), v)
         live = {_input_path(u) for u in self.read(path, version).inputFiles()}
+        added_in = self.files_added_in(path, 0, version)  # (the log entries, while all are kept)
+        if added_in is None or not live <= set(added_in):
+            added_in = {}  # (an entry is gone: each version's snapshot)
+            for v in range(version + 1):
+                for uri in sorted(self.read(path, v).inputFiles()):
+                    added_in.setdefault(_input_path(uri), v)
         return sorted((DataFile(uri=u, commit_version=added_in[u]) for u in live),
                       key=lambda f: (f.commit_version, f.uri))
 

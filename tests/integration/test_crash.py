@@ -66,7 +66,9 @@ def prepared(spark, storage, catalog, warehouse) -> Replay:
     return Replay(spark, storage, warehouse, catalog)
 
 
-def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, storage, catalog, warehouse):
+def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, backend_storage, catalog,
+                                                          warehouse):
+    storage = backend_storage  # (each backend in turn)
     replay = prepared(spark, storage, catalog, warehouse)
     proc = start_replay(warehouse.root, "crashy")
     deadline = time.monotonic() + 240
@@ -88,7 +90,8 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, storage, catalo
     assert manifest["batch"].tolist() == list(range(info.batches + 1))
 
 
-def test_crash_between_table_commits_and_manifest(spark, storage, catalog, warehouse):
+def test_crash_between_table_commits_and_manifest(spark, backend_storage, catalog, warehouse):
+    storage = backend_storage  # (each backend in turn)
     replay = prepared(spark, storage, catalog, warehouse)
     proc = start_replay_dying_before_manifest(warehouse.root, "torn", 3)
     assert proc.wait(timeout=240) == -signal.SIGKILL

@@ -20,7 +20,9 @@ from jobs.runs.validate import validate_run
 QUERY = "vitals_hr_1m"
 
 
-def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, storage, catalog, warehouse):
+def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, backend_storage, catalog,
+                                                          warehouse):
+    storage = backend_storage  # (each backend in turn)
     generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=1_500, seed=6,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)
@@ -45,8 +47,9 @@ def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, storage, catal
     assert validate_run(replay, catalog, latest.run_id).ok
 
 
-def test_follow_adds_a_segment_per_new_version_and_stops_on_sigterm(spark, storage, catalog,
+def test_follow_adds_a_segment_per_new_version_and_stops_on_sigterm(spark, backend_storage, catalog,
                                                                     warehouse):
+    storage = backend_storage  # (each backend in turn)
     generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=1_000, seed=7,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)
