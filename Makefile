@@ -8,7 +8,7 @@ export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: demo test test-slow lint bench bench-cluster ui venv jars browser clean
+.PHONY: demo test test-slow lint bench bench-cluster ui venv jars browser clean docs docs-serve
 
 venv: $(STAMP)
 
@@ -67,5 +67,13 @@ bench: $(STAMP) jars
 bench-cluster: $(STAMP)
 	$(BIN)/python -m benchmarks.cluster
 
+# The documentation site (MkDocs, strict: a broken link or a page missing from the nav fails).
+docs: $(STAMP)
+	$(BIN)/python -m benchmarks.report
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
+
 clean:
-	rm -rf warehouse .pytest_cache .ruff_cache
+	rm -rf warehouse site .pytest_cache .ruff_cache

@@ -25,6 +25,7 @@ from jobs.runs.continuation import continue_query
 from jobs.runs.replay import Replay
 
 from .harness import ROOT, bench
+from .results import command_line, record
 
 QUERY = "vitals_hr_1m"
 DAY_US = 86_400_000_000
@@ -82,6 +83,15 @@ def main() -> None:
                                     fresh=False))
     print(json.dumps(runs, indent=1))
     small = runs[0]
+    record("continuation", command=command_line(),
+           data_size={"history": args.history, "big": args.big, "commits": args.commits,
+                      "events_per_commit": args.events},
+           medians={"continuations_s": small["continuations_s"],
+                    "fresh_replays_s": small["fresh_replays_s"],
+                    **{f"per_new_event_us_{r['history']}": r["per_new_event_us"]
+                       for r in runs}},
+           ratio=small["speedup"], target="fresh replays / continuations >= 10",
+           extra={"runs": runs})
     print(f"{args.commits} continuations of {args.events:,} events over {args.history:,} events "
           f"of history: {small['continuations_s']} s; {args.commits} fresh replays: "
           f"{small['fresh_replays_s']} s; speed-up {small['speedup']}x (target >= 10x)")

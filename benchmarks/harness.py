@@ -40,7 +40,7 @@ def scratch_parent() -> Path:
     (ext4), marked as the top of directory hierarchies, so that each scratch directory made in
     it goes to a block group the allocator picks (Orlov) instead of the one next to its parent.
     On ext4 without a journal, creating a file costs more for every inode of its block group
-    freed in the last minutes (README, Shared replays, "Why /tmp varies"): without the flag a
+    freed in the last minutes (docs/contributing/benchmarking.md): without the flag a
     benchmark's files went into the block group whose inodes the previous benchmark had just
     freed, and creating one took 118 µs (468 and 739 µs after larger deletions) instead of
     about 20."""
@@ -92,7 +92,7 @@ def creation_latency(root: Path, files: int = 200) -> float:
     """Microseconds to create one small file (each in a directory of ten, made too) under
     ``root``, the median of three tries. A replay creates a file per query, table and batch, so
     figures that compare replays depend on it; on one disk it varied from 20 to 1,000 µs over
-    minutes (README, Shared replays). The files stay until ``root`` goes: on ext4 without a
+    minutes. The files stay until ``root`` goes: on ext4 without a
     journal, every file created skips the inodes freed in the last minute or more, so deleting
     them here would slow what is measured next."""
     tries = []

@@ -25,6 +25,8 @@ from engine.operator import SEQ, TIME, run_batches
 from engine.windows import Aggregate, SlidingWindow, WindowSpec, window_reference
 from jobs.recordings.generators import generate
 
+from .results import command_line, record
+
 SLIDE_S = 5
 LATENESS_S = 10
 
@@ -76,6 +78,11 @@ def main() -> None:
               "operator_events_per_s": round(args.events / operator_s),
               "reference_s": round(reference_s, 2), "speedup": round(reference_s / operator_s, 1)}
     print(json.dumps(result, indent=1))
+    record("median", command=command_line(),
+           data_size={"events": args.events, "keys": args.keys, "size_s": result["size_s"],
+                      "slide_s": SLIDE_S, "batches": args.batches},
+           medians={"operator_s": operator_s, "reference_s": reference_s},
+           ratio=result["speedup"], extra=result)
     print(f"exact median, sliding {result['size_s']}s/{SLIDE_S}s over {args.events:,} events: "
           f"operator {operator_s:.1f} s, reference recomputation {reference_s:.1f} s: "
           f"{result['speedup']}x")

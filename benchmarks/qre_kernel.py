@@ -44,6 +44,8 @@ from engine.qre.keyed import QreOperator
 from engine.registry import operator_for
 from jobs.recordings.generators import generate_vitals
 
+from .results import command_line, record
+
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "vitals_episode_max_avg"
 FIELD = "heart_rate"
@@ -187,6 +189,13 @@ def main() -> None:
     report["targets_met"] = (kernel_eps >= TARGET_EVENTS_PER_S
                              and report["kernel_vs_derivative"] >= TARGET_RATIO)
     print(json.dumps(report, indent=2))
+    record("qre_kernel", command=command_line(),
+           data_size={"events": len(rates), "keys": keys, "sample_events": n_sample},
+           medians={"kernel_s": kernel_s, "kernel_compile_s": compile_s,
+                    "derivative_sample_s": derivative_s, "compiled_sample_s": compiled_s},
+           ratio=report["kernel_vs_derivative"],
+           target=f"kernel >= {TARGET_EVENTS_PER_S:,} events/s and >= {TARGET_RATIO}x the "
+                  "derivative interpreter", extra=report)
     sizes = report["state_bytes_per_key"]
     print(f"qre kernel: {kernel_eps / 1e6:.1f}M events/s over {len(rates):,} events / {keys:,} "
           f"keys (compile {compile_s:.2f}s), {report['kernel_vs_derivative']}x the derivative "

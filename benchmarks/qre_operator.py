@@ -38,6 +38,8 @@ from engine.qre.keyed import QreOperator
 from engine.qre.query_spec import parse_qre_query
 from jobs.recordings.generators import generate_vitals
 
+from .results import command_line, record
+
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "vitals_episode_max_avg"
 START_US = 1_700_000_000_000_000
@@ -139,6 +141,9 @@ def main() -> None:
         "phases_s": phases(op, batches),
     }
     print(json.dumps(report, indent=2))
+    record("qre_operator", command=command_line(),
+           data_size={"events": len(events), "keys": args.keys, "batches": len(batches)},
+           medians={"operator_s": best, "run_batches_s": runner_s}, extra=report)
     print(f"QreOperator: {len(events):,} events, {args.keys:,} keys, {len(batches)} batches: "
           f"{best:.2f} s, {report['operator_events_per_s'] / 1e6:.2f}M events/s "
           f"(run_batches with state digests: {report['run_batches_events_per_s'] / 1e6:.2f}M/s)")

@@ -24,6 +24,7 @@ from jobs.execution.keyed_steps import BUCKET, bucketed
 from jobs.runs.replay import Replay
 
 from .harness import ROOT, ReplayRuns, bench, medians, noop
+from .results import command_line, record
 
 QUERY = "vitals_episode_max_avg"
 
@@ -62,6 +63,11 @@ def main() -> None:
               "replay_s": round(seconds, 2), "replay_events_per_s": round(args.events / seconds),
               "pass_through_s": round(floor_s, 2), "ratio": round(seconds / floor_s, 2)}
     print(json.dumps(result, indent=1))
+    record("qre_replay", command=command_line(),
+           data_size={"events": args.events, "keys": args.keys, "batches": info.batches},
+           medians={"replay_s": seconds, "pass_through_s": floor_s},
+           ratio=result["ratio"], target="replay / pass-through applyInPandas <= 2",
+           extra=result)
     print(f"QRE replay of {args.events:,} events in {info.batches} batches: {seconds:.1f} s; "
           f"pass-through applyInPandas {floor_s:.1f} s; ratio {result['ratio']} (target <= 2)")
 

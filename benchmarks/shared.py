@@ -32,6 +32,7 @@ from jobs.runs.replay import Replay
 from jobs.shared.shared_run import SharedReplay, pane_shares
 
 from .harness import ROOT, bench, creation_latency, medians
+from .results import command_line, record
 
 COLUMNS = ["patient_id", "ts", "heart_rate", "spo2"]
 #: Creating a file slower than this (µs; about 20 on a rested ext4 disk, 14 on tmpfs) is
@@ -171,6 +172,11 @@ def main() -> None:
         "served_with_widening": counters["shared_with_widening"],
     }
     print(json.dumps(result, indent=1))
+    record("shared", command=command_line(),
+           data_size={"events": args.events, "keys": args.keys, "queries": len(names)},
+           medians={"shared_s": shared_s, "standalone_s": standalone_s},
+           ratio=result["speedup"], target="standalone runs / shared run >= 5",
+           extra=result)
     print(f"{len(names)} queries over {n:,} events, medians of {args.rounds} rounds: shared run "
           f"{shared_s:.2f} s, standalone runs {standalone_s:.2f} s, {result['speedup']}x "
           f"(target >= 5x); rows read {n:,} vs {n * len(names):,} (by the Spark tasks, each "
@@ -185,7 +191,7 @@ def main() -> None:
         print(f"note: creating a file took over {SLOW_CREATION_US} µs: the file system is slow to "
               "create files now (on ext4 without a journal: inodes freed nearby in the last "
               "minutes), which both sides pay per file, so this ratio is lower than on a rested "
-              "disk; run again later or with TMPDIR on tmpfs (README, Shared replays)")
+              "disk; run again later or with TMPDIR on tmpfs (docs/contributing/benchmarking.md)")
 
 
 if __name__ == "__main__":

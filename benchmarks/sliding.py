@@ -19,6 +19,7 @@ from engine.catalog import load_catalog
 from jobs.runs.replay import Replay
 
 from .harness import ROOT, ReplayRuns, bench, medians, noop
+from .results import command_line, record
 
 QUERY = """\
 name: bench_sliding
@@ -63,6 +64,11 @@ def main() -> None:
               "spark_events_per_s": round(args.events / spark_s),
               "speedup": round(spark_s / seconds, 2)}
     print(json.dumps(result, indent=1))
+    record("sliding", command=command_line(),
+           data_size={"events": args.events, "keys": args.keys, "size_s": args.size,
+                      "slide_s": args.slide},
+           medians={"replay_s": seconds, "spark_window_s": spark_s},
+           ratio=result["speedup"], target="Spark window() / replay >= 10", extra=result)
     print(f"sliding {args.size}s/{args.slide}s over {args.events:,} events: Reprise replay "
           f"{seconds:.1f} s, Spark window() {spark_s:.1f} s: {result['speedup']}x "
           "(target >= 10x)")

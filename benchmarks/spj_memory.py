@@ -20,6 +20,8 @@ import numpy as np
 
 from engine.spj import SpjExecutor
 
+from .results import command_line, record
+
 QUERY = "SELECT S.A FROM S, T WHERE S.A = T.D AND S.A > 10 AND T.D < 20"
 SCHEMAS = {"S": ["A", "B", "C"], "T": ["D", "E"]}
 
@@ -82,6 +84,13 @@ def main() -> None:
                            for mode, res in results.items()},
                "full_history_over_synopsis_at": {str(top): ratios}}
     print(json.dumps(summary, indent=1))
+    record("spj_memory", command=command_line(),
+           data_size={"events": args.events, "batch": args.batch, "seed": args.seed},
+           medians={f"{mode}_{k}": res[top][k] for mode, res in results.items()
+                    for k in ("batch_ms_first_decile", "batch_ms_last_decile")},
+           ratio=ratios["bytes"],
+           target="synopsis state bounded: entries and bytes do not grow with the events",
+           extra=summary)
     print(f"\n{'events':>10} {'mode':>13} {'entries':>9} {'bytes':>11} "
           f"{'ms/batch first':>15} {'ms/batch last':>14} {'result tuples':>15}")
     for m in marks:

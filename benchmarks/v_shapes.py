@@ -19,6 +19,7 @@ from jobs.runs.replay import Replay
 from jobs.warehouse import Warehouse
 
 from .harness import ROOT, ReplayRuns, bench, medians
+from .results import command_line, record
 
 QUERY = "ticks_v_shapes"
 
@@ -58,6 +59,11 @@ def main() -> None:
               "spark_sql_s": round(timed["spark_sql"], 2),
               "speed_up": round(timed["spark_sql"] / timed["workers"], 1)}
     print(json.dumps(result, indent=1))
+    record("v_shapes", command=command_line(),
+           data_size={"events": args.events, "keys": args.keys,
+                      "batches": workers.info.batches},
+           medians={"workers_s": timed["workers"], "spark_sql_s": timed["spark_sql"]},
+           ratio=result["speed_up"], target="Spark SQL / workers >= 5", extra=result)
     print(f"{QUERY} over {args.events:,} ticks: derived column in the workers "
           f"{timed['workers']:.1f} s, by Spark SQL {timed['spark_sql']:.1f} s "
           f"({result['speed_up']}x; target >= 5x); outputs identical: {same}")

@@ -1,4 +1,4 @@
-"""Derived columns computed per key in arrival order, without Spark (see README, derived columns).
+"""Derived columns computed per key in arrival order, without Spark (docs/guide/windows.md).
 
 :func:`compile_derived` translates a query's ``derive:`` expressions (the Spark SQL subset of
 :mod:`engine.derive_sql`, parsed with sqlglot) into a vectorised numpy evaluator when every

@@ -1,4 +1,4 @@
-"""The project's settings, read from the environment once (see README, Configuration).
+"""The project's settings, read from the environment once (docs: reference/settings).
 
 Every module of ``jobs`` and ``orchestration`` takes its configuration from a :class:`Settings`
 (``load_settings()`` for the process's environment); ``engine`` takes what it needs as arguments.
@@ -12,10 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from engine.errors import RepriseError
 from engine.own_directory import only_mine
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+#: The sample catalog shipped with the code: the catalog of a directory without one of its own.
+BUNDLED_CATALOG = PROJECT_ROOT / "schemas"
+#: A project's file in its top directory; its optional ``catalog:`` names the catalog directory
+#: (relative to the file; default ``schemas``).
+PROJECT_FILE = "reprise.yaml"
 #: ``REPRISE_DELTA_BACKEND`` values.
 BACKENDS = ("auto", "delta-rs", "delta-spark")
 #: ``REPRISE_EXCHANGE`` values.
@@ -38,8 +45,9 @@ class Settings:
 
     #: ``REPRISE_WAREHOUSE``: where recordings and runs live.
     warehouse: Path = Path("warehouse")
-    #: ``REPRISE_CATALOG``: the catalog directory (recordings/*.yaml, queries/*.yaml).
-    catalog: Path = PROJECT_ROOT / "schemas"
+    #: ``REPRISE_CATALOG``: the catalog directory (recordings/*.yaml, queries/*.yaml); without
+    #: it, the current directory's (see :func:`find_catalog`).
+    catalog: Path = BUNDLED_CATALOG
     #: ``REPRISE_SPARK_MASTER``: Spark master URL.
     spark_master: str = "local[*]"
     #: ``REPRISE_SPARK_CONF``: extra Spark conf, ``key=value`` pairs separated by ``;``.
@@ -72,8 +80,9 @@ class Settings:
     local_events: int = 20_000
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Settings from ``env``; a malformed value raises :class:`SettingsError` naming it."""
+    def from_env(cls, env: Mapping[str, str], cwd: Path | None = None) -> Settings:
+        """Settings from ``env`` (the catalog found from ``cwd``, default the current
+        directory); a malformed value raises :class:`SettingsError` naming it."""
         def get(name: str, default: str) -> str:
             return env.get(name) or default
 
@@ -88,7 +97,7 @@ class Settings:
                                     f"{', '.join(allowed)}")
         return cls(
             warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
-            catalog=Path(get("REPRISE_CATALOG", str(PROJECT_ROOT / "schemas"))),
+            catalog=find_catalog(env, Path.cwd() if cwd is None else cwd).path,
             spark_master=get("REPRISE_SPARK_MASTER", "local[*]"),
             spark_conf=get("REPRISE_SPARK_CONF", ""),
             delta_backend=get("REPRISE_DELTA_BACKEND", "auto"),
@@ -102,6 +111,57 @@ class Settings:
             verbose=_flag("REPRISE_VERBOSE", env.get("REPRISE_VERBOSE", "")),
             local_events=local,
         )
+
+
+@dataclass(frozen=True)
+class CatalogChoice:
+    """The catalog directory a process uses and where it was found: ``REPRISE_CATALOG``, the
+    project file, the current directory's ``schemas/`` or (``bundled``) the sample catalog."""
+
+    path: Path
+    origin: str
+
+    @property
+    def bundled(self) -> bool:
+        """Whether no catalog was given or found, so the bundled sample is used."""
+        return self.origin == "bundled"
+
+
+def find_catalog(env: Mapping[str, str], cwd: Path) -> CatalogChoice:
+    """The catalog directory: ``REPRISE_CATALOG``; else the one :data:`PROJECT_FILE` in ``cwd``
+    names; else ``cwd/schemas`` if it is a directory; else :data:`BUNDLED_CATALOG`."""
+    if env.get("REPRISE_CATALOG"):
+        return CatalogChoice(Path(env["REPRISE_CATALOG"]), "REPRISE_CATALOG")
+    project = cwd / PROJECT_FILE
+    if project.is_file():
+        return CatalogChoice(project.parent / _project_catalog(project), PROJECT_FILE)
+    if (cwd / "schemas").is_dir():
+        return CatalogChoice(cwd / "schemas", "schemas/")
+    return CatalogChoice(BUNDLED_CATALOG, "bundled")
+
+
+def catalog_notice(env: Mapping[str, str], cwd: Path) -> str | None:
+    """The line a command prints (on stderr) when it falls back to the bundled sample catalog
+    because ``cwd`` has no catalog of its own and none is given; None otherwise."""
+    choice = find_catalog(env, cwd)
+    if not choice.bundled or cwd.resolve() == PROJECT_ROOT:
+        return None
+    return (f"using the sample catalog {choice.path} (no schemas/ or {PROJECT_FILE} here; "
+            "`reprise init DIR` makes a project)")
+
+
+def _project_catalog(project: Path) -> str:
+    """The ``catalog:`` of the project file (default ``schemas``); SettingsError naming the
+    file when it is not a YAML mapping with a text ``catalog``."""
+    try:
+        doc = yaml.safe_load(project.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SettingsError(f"{project}: cannot be read as YAML: {problem}") from None
+    catalog = doc.get("catalog", "schemas") if isinstance(doc, dict) else None
+    if not isinstance(catalog, str) or not catalog.strip():
+        raise SettingsError(f"{project}: expected a mapping with `catalog: DIRECTORY`")
+    return catalog
 
 
 def _integer(name: str, text: str, minimum: int, maximum: int | None = None) -> int:

@@ -59,8 +59,8 @@ class WarehouseResource(dg.ConfigurableResource):
 
 def default_resources(catalog: str | None = None, settings: Settings | None = None
                       ) -> dict[str, dg.ConfigurableResource]:
-    """Resources configured from ``settings`` (default: the environment's; see README,
-    Configuration); ``catalog`` overrides the settings' catalog directory."""
+    """Resources configured from ``settings`` (default: the environment's; see
+    docs/reference/settings.md); ``catalog`` overrides the settings' catalog directory."""
     settings = load_settings() if settings is None else settings
     return {
         "spark": SparkResource(master=settings.spark_master),

@@ -22,9 +22,10 @@ from typer.core import TyperGroup
 
 from engine.catalog import Catalog, load_catalog
 from engine.errors import RepriseError
+from jobs.cli.init_project import init
 from jobs.cli.process_exit import exit_now
 from jobs.cli.progress import bar
-from jobs.settings import Settings, load_settings
+from jobs.settings import Settings, catalog_notice, load_settings
 
 
 class _Commands(TyperGroup):
@@ -63,6 +64,7 @@ app = typer.Typer(help="Replay recorded event streams through verified streaming
 #: broken (scripts read the lines); a run id is never cut in a table.
 console = Console(width=None if sys.stdout.isatty() else 120, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+app.command()(init)  # reprise init: jobs/cli/init_project.py
 
 # Help texts are rich markup: "[env ...]" would be taken for a tag and vanish, hence "(env ...)".
 
@@ -138,7 +140,10 @@ def print_table(table: Table) -> None:
 
 
 def _catalog(settings: Settings, catalog: Path | None) -> Catalog:
-    """The catalog of ``--catalog``, else of the settings (``REPRISE_CATALOG``)."""
+    """The catalog of ``--catalog``, else of the settings (``REPRISE_CATALOG``, else the current
+    directory's); a line on stderr when it is the bundled sample catalog."""
+    if catalog is None and (notice := catalog_notice(os.environ, Path.cwd())):
+        err.print(f"note: {notice}", highlight=False, soft_wrap=True)
     return load_catalog(catalog or settings.catalog)
 
 

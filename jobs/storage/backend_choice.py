@@ -45,9 +45,11 @@ def _jars_not_loaded(settings: Settings) -> str:
         ("REPRISE_DELTA_JARS", settings.delta_jars),
         ("REPRISE_DELTA_PACKAGES", settings.delta_packages)) if value]
     if not configured:
-        return "the Delta jars are not loaded: set REPRISE_DELTA_JARS to the jar paths (see README)"
+        return ("the Delta jars are not loaded: set REPRISE_DELTA_JARS to the jar paths (see "
+                "docs/operations/storage.md)")
     return (f"the jars of {' and '.join(configured)} did not provide the Delta classes "
-            "(io.delta.tables.DeltaTable and its session extension; see README)")
+            "(io.delta.tables.DeltaTable and its session extension; see "
+            "docs/operations/storage.md)")
 
 
 def open_driver_storage(backend: str | None = None,

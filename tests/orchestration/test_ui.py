@@ -87,7 +87,7 @@ def webserver(storage, catalog, warehouse, tmp_path):
                 time.sleep(0.5)
         yield port
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its children ignore SIGTERM (see README)
+        os.killpg(proc.pid, signal.SIGKILL)  # its children ignore SIGTERM (docs/guide/dagster.md)
         proc.wait()
         log.close()
 

@@ -1,5 +1,5 @@
-"""Settings are read from the environment in one place, and the README's configuration table
-documents each of them."""
+"""Settings are read from the environment in one place, the reference page documents each of
+them, and the catalog is found from the current directory."""
 
 from __future__ import annotations
 
@@ -9,17 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from jobs.settings import PROJECT_ROOT, Settings, SettingsError
+from jobs.settings import (
+    BUNDLED_CATALOG,
+    PROJECT_ROOT,
+    Settings,
+    SettingsError,
+    catalog_notice,
+    find_catalog,
+)
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+SETTINGS_PAGE = (PROJECT_ROOT / "docs" / "reference" / "settings.md").read_text()
 
 
 def variable(field: str) -> str:
     return f"REPRISE_{field.upper()}"
 
 
-def test_defaults():
-    s = Settings.from_env({"HOME": "/home/u"})
+def test_defaults(tmp_path):
+    s = Settings.from_env({"HOME": "/home/u"}, cwd=tmp_path)
     assert (s.warehouse, s.catalog, s.spark_master, s.delta_backend, s.batches_per_job,
             s.exchange, s.progress) == (Path("warehouse"), PROJECT_ROOT / "schemas", "local[*]",
                                         "auto", 32, "direct", False)
@@ -65,9 +72,8 @@ def test_a_count_that_is_not_ascii_digits_is_a_settings_error(name, value):
         Settings.from_env({name: value})
 
 
-def test_the_readme_table_documents_every_setting_with_its_default():
-    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    rows = dict(re.findall(r"^\| `(REPRISE_\w+)` \|([^|]*)\|", section, re.MULTILINE))
+def test_the_reference_table_documents_every_setting_with_its_default():
+    rows = dict(re.findall(r"^\| `(REPRISE_\w+)` \|([^|]*)\|", SETTINGS_PAGE, re.MULTILINE))
     assert set(rows) == {variable(f.name) for f in dataclasses.fields(Settings)}
     s = Settings.from_env({})
     for name in ("spark_master", "delta_backend", "batches_per_job", "exchange"):
@@ -154,3 +160,34 @@ def test_the_kernel_cache_never_imports_from_a_directory_others_can_write_to(tmp
         assert written == shared / "reprise_qre_kernel_probe.py"
     finally:
         kernel_cache.configure_cache(before)
+
+
+def test_the_catalog_is_the_environment_s_then_the_project_s_then_the_bundled_one(tmp_path):
+    assert find_catalog({}, tmp_path).path == BUNDLED_CATALOG
+    assert find_catalog({}, tmp_path).bundled
+    (tmp_path / "schemas").mkdir()
+    assert find_catalog({}, tmp_path).path == tmp_path / "schemas"
+    (tmp_path / "reprise.yaml").write_text("catalog: my-catalog\n")
+    assert find_catalog({}, tmp_path).path == tmp_path / "my-catalog"
+    (tmp_path / "reprise.yaml").write_text("# no catalog: the default\n")
+    assert find_catalog({}, tmp_path).path == tmp_path / "schemas"
+    chosen = find_catalog({"REPRISE_CATALOG": "/elsewhere"}, tmp_path)
+    assert (chosen.path, chosen.origin) == (Path("/elsewhere"), "REPRISE_CATALOG")
+    assert Settings.from_env({}, cwd=tmp_path).catalog == tmp_path / "schemas"
+
+
+@pytest.mark.parametrize("text", ["catalog: [a, b]\n", "- a list\n", "catalog: {\n"])
+def test_a_malformed_project_file_is_one_error_naming_it(tmp_path, text):
+    (tmp_path / "reprise.yaml").write_text(text)
+    with pytest.raises(SettingsError, match=r"reprise\.yaml: ") as caught:
+        Settings.from_env({}, cwd=tmp_path)
+    assert "\n" not in str(caught.value)
+
+
+def test_only_the_fallback_to_the_bundled_catalog_is_announced(tmp_path):
+    notice = catalog_notice({}, tmp_path)
+    assert notice is not None and str(BUNDLED_CATALOG) in notice
+    assert catalog_notice({"REPRISE_CATALOG": str(tmp_path)}, tmp_path) is None
+    assert catalog_notice({}, PROJECT_ROOT) is None  # the checkout's own catalog
+    (tmp_path / "schemas").mkdir()
+    assert catalog_notice({}, tmp_path) is None
