@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 from pyspark.sql import DataFrame
@@ -56,6 +56,7 @@ from jobs.storage.log_entries import (
     change_actions,
     checkpoint_interval,
     commit_info,
+    commit_properties,
     compact,
     create_entry,
     entry_text,
@@ -68,13 +69,6 @@ from jobs.storage.snapshot_memo import keep, recall, table_made
 def _file_paths(dt: DeltaTable) -> list[str]:
     """The snapshot's data files as plain local paths (``file_uris`` are percent-encoded)."""
     return [unquote(local_path(u)) for u in dt.file_uris()]
-
-
-def _props(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitProperties:
-    return CommitProperties(
-        custom_metadata=dict(metadata or {}) or None,
-        app_transactions=[Transaction(app_id=txn.app_id, version=txn.version)] if txn else None,
-    )
 
 
 @dataclass
@@ -269,7 +263,7 @@ class DeltaRsStorage(DeltaStorage):
             data = data.combine_chunks()  # its own; the row order is the arrival order
         try:
             write_deltalake(local_path(path), data, mode=mode, predicate=predicate,
-                            commit_properties=_props(txn, metadata))
+                            commit_properties=commit_properties(txn, metadata))
         except DeltaError as exc:
             raise StorageError(f"cannot write to Delta table {path}: {exc}") from exc
         return WriteResult(version=self.version(path))
@@ -318,7 +312,7 @@ class DeltaRsStorage(DeltaStorage):
             for f in files]
         actions += [RemoveAction(path=relative_path(p, root), data_change=True,
                                  deletion_timestamp=now_ms) for p in remove]
-        props = _props(txn, metadata)
+        props = commit_properties(txn, metadata)
         try:
             if dt is not None:
                 dt.create_write_transaction(actions, mode=mode, schema=schema,

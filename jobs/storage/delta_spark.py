@@ -20,10 +20,12 @@ from jobs.storage.base import (
     DeltaStorage,
     LiveFile,
     StagedFile,
+    StorageError,
     Txn,
     WriteMode,
     WriteResult,
 )
+from jobs.storage.delta_log import latest_version
 from jobs.storage.delta_log import txn_version as logged_txn_version
 
 
@@ -64,7 +66,10 @@ class DeltaSparkStorage(DeltaStorage):
         return DeltaTable.isDeltaTable(self.spark, path)
 
     def version(self, path: str) -> int:
-        return int(self._api(path).history(1).collect()[0]["version"])
+        latest = latest_version(path)  # (one listing of the log, no Spark job)
+        if latest is None:
+            raise StorageError(f"no Delta table at {path}")
+        return latest
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
         return to_arrow_schema(self._reader(version).load(path).schema)
@@ -74,10 +79,17 @@ class DeltaSparkStorage(DeltaStorage):
 
     def read_positioned(self, path: str, version: int,
                         files: Sequence[str] | None = None) -> DataFrame:
-        df = self.read(path, version).select(
-            "*", local_file_path().alias(FILE_COLUMN),
-            F.col("_metadata.row_index").alias(ROW_COLUMN))
-        return df if files is None else df.where(F.col(FILE_COLUMN).isin(list(files)))
+        # Delta's reader gives no ``_metadata.row_index``: the snapshot's Parquet files are read
+        # as Parquet (the tables Reprise writes have no deletion vectors; see DELTA_CONF)
+        snapshot = self.read(path, version)
+        paths = (sorted(_input_path(u) for u in snapshot.inputFiles()) if files is None
+                 else list(files))
+        if not paths:
+            return snapshot.limit(0).select("*", F.lit("").alias(FILE_COLUMN),
+                                            F.lit(0).cast("long").alias(ROW_COLUMN))
+        return (self.spark.read.schema(snapshot.schema).option("basePath", path).parquet(*paths)
+                .select("*", local_file_path().alias(FILE_COLUMN),
+                        F.col("_metadata.row_index").alias(ROW_COLUMN)))
 
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
         return self.read(path, version).toArrow()
@@ -107,7 +119,8 @@ class DeltaSparkStorage(DeltaStorage):
               metadata: Mapping[str, str] | None = None) -> WriteResult:
         if self.skip(path, txn):
             return WriteResult(version=None, skipped=True)
-        df = data if isinstance(data, DataFrame) else self.spark.createDataFrame(data)
+        # (an Arrow table from the driver is small: one file, in its row order, the arrival order)
+        df = data if isinstance(data, DataFrame) else self.spark.createDataFrame(data).coalesce(1)
         writer = df.write.format("delta").mode(mode)
         if predicate is not None:
             writer = writer.option("replaceWhere", predicate)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from deltalake import DeltaTable, Schema
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction
 
 from jobs.storage.base import StagedFile, Txn
 from jobs.storage.locations import local_path
@@ -126,3 +126,11 @@ def appends_plainly(dt: DeltaTable, schema: pa.Schema, removes: bool) -> bool:
     if removes and meta.configuration.get("delta.appendOnly", "").lower() == "true":
         return False
     return table_schema.to_json() == Schema.from_arrow(schema).to_json()
+
+
+def commit_properties(txn: Txn | None, metadata: Mapping[str, str] | None) -> CommitProperties:
+    """delta-rs's properties of a commit that records ``txn`` and carries ``metadata``."""
+    return CommitProperties(
+        custom_metadata=dict(metadata or {}) or None,
+        app_transactions=[Transaction(app_id=txn.app_id, version=txn.version)] if txn else None,
+    )
