@@ -37,6 +37,16 @@ def _load_project_delta_jars() -> None:
 _load_project_delta_jars()
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Say how many tests skipped for missing Delta jars (none when the project's jars load;
+    ``test_the_project_delta_jars_load`` fails otherwise)."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if "Delta jars not loaded" in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} tests skipped for missing Delta jars "
+                                    "(make jars)", red=True)
+
+
 def pytest_sessionfinish(session, exitstatus):
     session.config._reprise_status = int(exitstatus)
 
