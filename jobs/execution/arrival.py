@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -24,7 +23,7 @@ def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.In
     for f in storage.files(path, version):
         rows = f.num_records
         if rows is None:
-            rows = pq.ParquetFile(f.uri.removeprefix("file://")).metadata.num_rows
+            rows = storage.file_rows(f.uri)
         out.append(plans.InputFile(uri=f.uri, commit_version=f.commit_version, rows=rows,
                                    offset=offset))
         offset += rows

@@ -165,10 +165,12 @@ class DeltaStorage(ABC):
         with fs.open_input_file(inner) as handle:
             return pq.ParquetFile(handle).metadata.num_rows
 
-    def read_file(self, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
-        """The rows of the data file ``uri`` (its ``columns`` only, when given)."""
+    def read_file(self, uri: str, columns: Sequence[str] | None = None,
+                  schema: pa.Schema | None = None) -> pa.Table:
+        """The rows of the data file ``uri`` (its ``columns`` only, when given; read as
+        ``schema``, the table's, when given)."""
         fs, inner = filesystem(uri)
-        return pq.read_table(inner, filesystem=fs,
+        return pq.read_table(inner, filesystem=fs, schema=schema,
                              columns=None if columns is None else list(columns))
 
     def checkpoint(self, path: str, every: int) -> bool:
