@@ -66,6 +66,7 @@ def tables(storage, wh: Warehouse) -> tuple[list[str], list[tuple[str, int]]]:
                            strict=True))
 
 
+@pytest.mark.keeps_staged_names
 def test_record_is_one_commit_on_each_table_under_one_record_id(wh, storage, files) -> None:
     result = reprise(wh, "record", "vitals", *map(str, files))
     assert result.exit_code == 0, result.output
@@ -139,6 +140,7 @@ def _mixed(folder: Path) -> list[Path]:
             ("z.csv", "m.jsonl", "b.parquet", "again.csv", "y.jsonl", "a.csv")]
 
 
+@pytest.mark.keeps_staged_names
 def test_rows_arrive_in_the_order_of_the_files_then_of_their_rows(wh, storage,
                                                                    tmp_path) -> None:
     files = _mixed(tmp_path / "in")
