@@ -8,7 +8,7 @@ export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: demo test test-slow lint bench bench-cluster ui venv browser clean docs docs-serve
+.PHONY: demo test test-slow lint bench bench-cluster ui venv jars browser clean docs docs-serve
 
 venv: $(STAMP)
 
@@ -18,10 +18,16 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
+# The Delta Lake jars of the pinned Spark line, for the delta-spark backend: fetched once into
+# .venv/delta-jars (checksums pinned in jobs/runtime/delta_jars.py); one error line when the
+# download fails.
+jars: $(STAMP)
+	@$(BIN)/python -m jobs.runtime.delta_jars
+
 $(DAGSTER_HOME)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME) && touch $@
 
-demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+demo: $(STAMP) jars $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m orchestration.demo
 
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
@@ -33,18 +39,18 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml browser
+test: $(STAMP) jars $(DAGSTER_HOME)/dagster.yaml browser
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 	$(BIN)/python -m pytest -rs
 
 # The slow tests: a Spark standalone cluster on 127.0.0.1 (tests/integration/test_cluster.py).
-test-slow: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+test-slow: $(STAMP) jars $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m pytest -rs -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 
-bench: $(STAMP)
+bench: $(STAMP) jars
 	$(BIN)/python -m benchmarks.tumbling
 	$(BIN)/python -m benchmarks.sliding
 	$(BIN)/python -m benchmarks.median
@@ -57,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.follow_memory
 	$(BIN)/python -m benchmarks.shared
 	$(BIN)/python -m benchmarks.diff
+	$(BIN)/python -m benchmarks.backends
 
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
 bench-cluster: $(STAMP)

@@ -8,6 +8,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from engine.catalog import Catalog, load_catalog
@@ -49,7 +50,8 @@ class Context:
     def __init__(self, warehouse: Path | None, catalog: Path | None, backend: str | None):
         from jobs.warehouse import Warehouse
 
-        self.settings = load_settings()
+        settings = load_settings()  # (--backend delta-spark: the session loads the Delta jars)
+        self.settings = replace(settings, delta_backend=backend) if backend else settings
         self.warehouse = Warehouse.at(warehouse or self.settings.warehouse)
         self.catalog = catalog_of(self.settings, catalog)
         self._backend = backend

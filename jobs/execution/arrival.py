@@ -11,7 +11,6 @@ from dataclasses import asdict
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -29,7 +28,7 @@ def input_index(storage: DeltaStorage, path: str, version: int) -> list[plans.In
     for f in storage.files(path, version):
         rows = f.num_records
         if rows is None:
-            rows = pq.ParquetFile(f.uri.removeprefix("file://")).metadata.num_rows
+            rows = storage.file_rows(f.uri)
         out.append(plans.InputFile(uri=f.uri, commit_version=f.commit_version, rows=rows,
                                    offset=offset))
         offset += rows

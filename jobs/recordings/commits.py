@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from jobs.recordings.ingest import QUARANTINE_SCHEMA
 from jobs.storage import DeltaStorage, Txn
@@ -105,7 +104,7 @@ def quarantine_rows(storage: DeltaStorage, recording: str, quarantine: str) -> p
     table_schema = storage.schema(quarantine)
     if not files:
         return table_schema.empty_table()
-    return pa.concat_tables(pq.read_table(f, schema=table_schema) for f in files)
+    return pa.concat_tables(storage.read_file(f, schema=table_schema) for f in files)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine import batch_plans as plans
 from jobs.execution.arrival import resolve_cuts, sequenced
@@ -35,7 +34,6 @@ from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
 from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
-from jobs.storage.delta_log import first_added
 
 #: A continuation runs a Spark job of new batches only when they hold more events than this; up
 #: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
@@ -202,9 +200,8 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
     if missing:
         raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
                           f"version {new} (e.g. {sorted(missing)[0]}); replay afresh")
-    root = path.removeprefix("file://").rstrip("/")
     fresh = set(live) - {f["uri"] for f in known}
-    added_in = _added_in(root, old, new)
+    added_in = storage.files_added_in(path, old + 1, new)
     if added_in is None or fresh - set(added_in):
         raise ReplayError(f"cannot tell which versions of {path} between {old} and {new} added "
                           "its new files (a log entry is missing or unreadable); replay afresh")
@@ -213,20 +210,11 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
     for uri in sorted(fresh, key=lambda u: (added_in[u], u)):
         rows = live[uri]
         if rows is None:
-            rows = pq.ParquetFile(uri).metadata.num_rows
+            rows = storage.file_rows(uri)
         added.append(plans.InputFile(uri=uri, commit_version=added_in[uri], rows=rows,
                                      offset=offset))
         offset += rows
     return [asdict(f) for f in added]
-
-
-def _added_in(root: str, old: int, new: int) -> dict[str, int] | None:
-    """The version (of ``old+1 .. new``) whose commit added each data file (by its path under
-    ``root``), from those versions' JSON log entries; None when one of them is missing."""
-    added = first_added(root, old + 1, new)
-    if added is None:
-        return None
-    return {p if p.startswith("/") else f"{root}/{p}": v for p, v in added.items()}
 
 
 def _first_segment(info: RunInfo, note: str = "") -> dict:

@@ -18,16 +18,13 @@ import json
 import os
 from dataclasses import fields
 from typing import Protocol
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from jobs.runs.run_commits import commit_rows
 from jobs.runs.run_info import ReplayError, RunInfo, note_checked
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
-from jobs.storage.delta_log import log_actions
 from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
 
@@ -162,7 +159,10 @@ def table_diff(replay: RunTables, info: RunInfo, kind: str, version: int | None
     storage, path = replay.storage, replay.warehouse.run_table(info.run_id, kind)
     if not storage.exists(path) or version == storage.version(path):
         return [], []  # (the state when only the flush is redone: it commits no state)
-    if version is not None and (since := _changes(path, version, storage.version(path))):
+    # (a run table's writers never re-add a path: the files live at the latest version and not
+    # at ``version`` are those added and not removed since)
+    latest = storage.version(path)
+    if version is not None and (since := storage.files_changed(path, version, latest)):
         added, removed = since
         if removed <= added:  # nothing live at ``version`` is gone: no snapshot needed
             return [], sorted(added - removed)
@@ -190,25 +190,6 @@ def output_removals(replay: RunTables, info: RunInfo, manifest) -> list[str] | N
     return table_diff(replay, info, "output", version)[1]
 
 
-def _changes(path: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
-    """The paths the JSON log entries of versions ``version+1 .. latest`` of the table at
-    ``path`` add and remove (None when an entry is not a local file). A run table's writers
-    never re-add a path (each file has a name of its own), so the files live at ``latest`` and
-    not at ``version`` are those added and not removed since."""
-    root = path.removeprefix("file://").rstrip("/")
-    actions = log_actions(root, version + 1, latest)
-    if actions is None:
-        return None
-    added: set[str] = set()
-    removed: set[str] = set()
-    for _, action in actions:
-        for kind, paths in (("add", added), ("remove", removed)):
-            if kind in action:
-                p = unquote(action[kind]["path"])
-                paths.add(p if p.startswith("/") else f"{root}/{p}")
-    return added, removed
-
-
 def _events_before(storage: DeltaStorage, path: str, seq: int) -> tuple[list[LiveFile], list[str]]:
     """The files to add to and to remove from the late or quarantine table at ``path`` so that
     it keeps only the events that arrived before ``seq``. A file holds the events of one job's
@@ -217,11 +198,11 @@ def _events_before(storage: DeltaStorage, path: str, seq: int) -> tuple[list[Liv
     for f in storage.live_files(path):
         if not f.rows:
             continue
-        arrival = pq.read_table(f.path, columns=["arrival_seq"]).column("arrival_seq")
+        arrival = storage.read_file(f.path, ["arrival_seq"]).column("arrival_seq")
         if pc.min(arrival).as_py() >= seq:
             remove.append(f.path)
         elif pc.max(arrival).as_py() >= seq:
-            kept = stage_table(storage, path, pq.read_table(f.path).filter(
+            kept = stage_table(storage, path, storage.read_file(f.path).filter(
                 pc.less(arrival, seq)))
             add.append(LiveFile(kept.path, kept.size, kept.num_records))
             remove.append(f.path)

@@ -3,6 +3,8 @@
 Defaults suit a laptop or CI box (``local[*]``, UTC, few shuffle partitions). Everything can be
 overridden through :class:`~jobs.settings.Settings` (``REPRISE_SPARK_MASTER``,
 ``REPRISE_SPARK_CONF``, ``REPRISE_DELTA_JARS``, ``REPRISE_DELTA_PACKAGES``, ``REPRISE_VERBOSE``).
+With ``REPRISE_DELTA_BACKEND=delta-spark`` and neither Delta variable set, the session loads the
+project's pinned Delta jars (:mod:`jobs.runtime.delta_jars`, fetched on first use).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pyspark.sql import SparkSession
 
 from engine.errors import RepriseError
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
+from jobs.runtime.delta_jars import project_jars
 from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
 from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
 from jobs.settings import MAX_BUCKETS, Settings, SettingsError, load_settings
@@ -130,6 +133,8 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
             raise SettingsError(f"REPRISE_DELTA_JARS: no such file {missing[0].strip()!r} "
                                 "(comma-separated local paths of the Delta Spark jars)")
         resolved["spark.jars"] = settings.delta_jars
+    elif settings.delta_backend == "delta-spark" and not settings.delta_packages:
+        resolved["spark.jars"] = ",".join(str(jar) for jar in project_jars())  # (cached)
     if settings.delta_packages:
         resolved["spark.jars.packages"] = settings.delta_packages
     from_env = parse_conf(settings.spark_conf)

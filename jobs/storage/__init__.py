@@ -13,7 +13,7 @@ from jobs.storage.base import (
     UnsupportedTableFeature,
     WriteResult,
 )
-from jobs.storage.delta_rs import file_stats
+from jobs.storage.file_stats import file_stats
 
 __all__ = [
     "BACKENDS", "FILE_COLUMN", "ROW_COLUMN", "DataFile", "DeltaStorage", "LiveFile", "StagedFile",

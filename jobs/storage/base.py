@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.errors import RepriseError
+from jobs.storage.delta_log import added_in, changes
+from jobs.storage.locations import filesystem
 
 WriteMode = Literal["append", "overwrite"]
 
@@ -142,6 +145,33 @@ class DeltaStorage(ABC):
     @abstractmethod
     def commit_metadata(self, entry: dict) -> dict[str, str]:
         """The metadata given to the commit behind a :meth:`history` entry."""
+
+    def files_added_in(self, path: str, first: int, last: int) -> dict[str, int] | None:
+        """The version of ``first .. last`` whose commit added each data file of the table at
+        ``path`` (a local path or URI; files named as :meth:`live_files` names them), from those
+        versions' log entries only; None when one of them is missing."""
+        return added_in(path, first, last)
+
+    def files_changed(self, path: str, version: int, latest: int
+                      ) -> tuple[set[str], set[str]] | None:
+        """The data files the commits of versions ``version+1 .. latest`` of the table at
+        ``path`` add and remove (named as :meth:`live_files` names them), from those versions'
+        log entries only; None when one of them is missing."""
+        return changes(path, version, latest)
+
+    def file_rows(self, uri: str) -> int:
+        """The row count of the data file ``uri`` (from its Parquet footer)."""
+        fs, inner = filesystem(uri)
+        with fs.open_input_file(inner) as handle:
+            return pq.ParquetFile(handle).metadata.num_rows
+
+    def read_file(self, uri: str, columns: Sequence[str] | None = None,
+                  schema: pa.Schema | None = None) -> pa.Table:
+        """The rows of the data file ``uri`` (its ``columns`` only, when given; read as
+        ``schema``, the table's, when given)."""
+        fs, inner = filesystem(uri)
+        return pq.read_table(inner, filesystem=fs, schema=schema,
+                             columns=None if columns is None else list(columns))
 
     def checkpoint(self, path: str, every: int) -> bool:
         """Write a checkpoint of the table's latest version when its log has at least ``every``

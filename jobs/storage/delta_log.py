@@ -1,31 +1,74 @@
-"""Reading a local Delta table's JSON log entries directly (a few new versions, without opening
-the table, which replays its whole log)."""
+"""A reader of a Delta table's log (its JSON entries and checkpoints) through pyarrow's file
+systems, for local paths and URIs alike: a few new versions without opening the table (which
+replays its whole log), the data files any version names, and every application transaction.
+Both backends and the cleanup of staged files read the log through it."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-def log_actions(root: str, first: int, last: int) -> list[tuple[int, dict]] | None:
-    """The actions of the log entries of versions ``first .. last`` of the table at the local
-    path ``root``, as (version, action) in order; None when an entry is not a local file."""
-    actions = []
+from jobs.storage.locations import exists, filesystem, logged_file, table_root
+
+LOG = "_delta_log"
+
+
+def _entry_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def log_dir(table: str) -> str:
+    """The log directory of the table at ``table`` (a local path or URI)."""
+    return f"{table_root(table)}/{LOG}"
+
+
+def entry_exists(table: str, version: int) -> bool:
+    """Whether the table's log has the JSON entry of ``version`` (a commit made it)."""
+    return exists(f"{log_dir(table)}/{_entry_name(version)}")
+
+
+def _actions(fs: pa.fs.FileSystem, inner: str) -> list[dict]:
+    with fs.open_input_stream(inner) as stream:
+        text = stream.read().decode()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def log_actions(table: str, first: int, last: int) -> list[tuple[int, dict]] | None:
+    """The actions of the JSON log entries of versions ``first .. last`` of ``table``, as
+    (version, action) in order; None when one of these entries is missing."""
+    actions: list[tuple[int, dict]] = []
     for version in range(first, last + 1):
-        entry = Path(root) / "_delta_log" / f"{version:020d}.json"
-        if not entry.is_file():
+        fs, inner = filesystem(f"{log_dir(table)}/{_entry_name(version)}")
+        try:
+            actions += [(version, action) for action in _actions(fs, inner)]
+        except FileNotFoundError:
             return None
-        actions += [(version, json.loads(line)) for line in entry.read_text().splitlines()
-                    if line.strip()]
     return actions
 
 
-def first_added(root: str, first: int, last: int) -> dict[str, int] | None:
-    """The first version of ``first .. last`` whose log entry adds each path (keyed as the entry
-    names it, and percent-decoded) of the table at the local path ``root``; None when an entry
-    is not a local file."""
-    actions = log_actions(root, first, last)
+def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
+    """The version of ``first .. last`` whose commit added each data file of ``table`` (by the
+    file's path under the table's root, see :func:`jobs.storage.locations.logged_file`); None
+    when one of these log entries is missing."""
+    actions = log_actions(table, first, last)
+    if actions is None:
+        return None
+    root = table_root(table)
+    added: dict[str, int] = {}
+    for version, action in actions:
+        if "add" in action:
+            added.setdefault(logged_file(root, action["add"]["path"]), version)
+    return added
+
+
+def first_added(table: str, first: int, last: int) -> dict[str, int] | None:
+    """The first version of ``first .. last`` whose log entry adds each path of ``table``
+    (keyed as the entry names it, and percent-decoded); None when one of these entries is
+    missing."""
+    actions = log_actions(table, first, last)
     if actions is None:
         return None
     added: dict[str, int] = {}
@@ -35,3 +78,107 @@ def first_added(root: str, first: int, last: int) -> dict[str, int] | None:
             added.setdefault(path, version)
             added.setdefault(unquote(path), version)
     return added
+
+
+def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
+    """The data files (paths under the table's root) the commits of versions ``version+1 ..
+    latest`` of ``table`` add and remove; None when one of these log entries is missing."""
+    actions = log_actions(table, version + 1, latest)
+    if actions is None:
+        return None
+    root = table_root(table)
+    added: set[str] = set()
+    removed: set[str] = set()
+    for _, action in actions:
+        for kind, paths in (("add", added), ("remove", removed)):
+            if kind in action:
+                paths.add(logged_file(root, action[kind]["path"]))
+    return added, removed
+
+
+def log_names(table: str) -> frozenset[str]:
+    """The names of the files in the table's log directory (none when there is no log)."""
+    fs, inner = filesystem(log_dir(table))
+    try:
+        infos = fs.get_file_info(pa.fs.FileSelector(inner, allow_not_found=True))
+    except NotADirectoryError:
+        return frozenset()
+    return frozenset(info.base_name for info in infos)
+
+
+def _is_entry(name: str) -> bool:
+    return name.endswith(".json") and name[:20].isdigit()
+
+
+def _is_checkpoint(name: str) -> bool:
+    return ".checkpoint" in name and name.endswith(".parquet") and name[:20].isdigit()
+
+
+def _checkpoint(fs: pa.fs.FileSystem, inner: str, kinds: set[str]) -> pa.Table:
+    columns = set(pq.read_schema(inner, filesystem=fs).names) & kinds
+    return pq.read_table(inner, filesystem=fs, columns=sorted(columns))
+
+
+def referenced_files(table: str, skip: frozenset[str] = frozenset()) -> set[str] | None:
+    """Every data file any version of ``table``'s log adds or removes (from the JSON entries
+    and the checkpoints; none from the log files named in ``skip``), as paths under the table's
+    root; None when the log holds something this reader does not understand (then nothing may
+    be deleted)."""
+    root = table_root(table)
+    fs, log = filesystem(log_dir(root))
+    found: set[str] = set()
+    for name in sorted(log_names(root) - skip):
+        inner = f"{log}/{name}"
+        if _is_entry(name):
+            try:
+                actions = _actions(fs, inner)
+            except ValueError:
+                return None
+            found.update(logged_file(root, action[kind]["path"]) for action in actions
+                         for kind in ("add", "remove") if kind in action)
+        elif _is_checkpoint(name):
+            checkpoint = _checkpoint(fs, inner, {"add", "remove"})
+            for kind in checkpoint.column_names:
+                found.update(logged_file(root, a["path"]) for a in checkpoint[kind].to_pylist()
+                             if a)
+        elif not (name.endswith((".crc", ".tmp")) or name == "_last_checkpoint"
+                  or name.startswith(".")):
+            return None
+    return found
+
+
+def txn_version(table: str, app_id: str) -> int | None:
+    """The highest version any log entry or checkpoint of ``table`` records for the
+    application transaction ``app_id`` (None when none does)."""
+    root = table_root(table)
+    fs, log = filesystem(log_dir(root))
+    versions: list[int] = []
+    for name in log_names(root):
+        inner = f"{log}/{name}"
+        if _is_entry(name):
+            versions += [int(a["txn"]["version"]) for a in _actions(fs, inner)
+                         if "txn" in a and a["txn"].get("appId") == app_id]
+        elif _is_checkpoint(name):
+            checkpoint = _checkpoint(fs, inner, {"txn"})
+            if "txn" in checkpoint.column_names:
+                versions += [int(t["version"]) for t in checkpoint["txn"].to_pylist()
+                             if t and t.get("appId") == app_id]
+    return max(versions, default=None)
+
+
+def latest_version(table: str) -> int | None:
+    """The newest version of ``table`` (its newest JSON log entry or checkpoint), from one
+    listing of the log; None when it has none."""
+    versions = [int(name[:20]) for name in log_names(table)
+                if _is_entry(name) or _is_checkpoint(name)]
+    return max(versions, default=None)
+
+
+def last_checkpoint(table: str) -> int | None:
+    """The version of the table's last checkpoint (from ``_last_checkpoint``), if any."""
+    fs, inner = filesystem(f"{log_dir(table)}/_last_checkpoint")
+    try:
+        with fs.open_input_stream(inner) as stream:
+            return int(json.loads(stream.read())["version"])
+    except FileNotFoundError:
+        return None

@@ -20,10 +20,13 @@ from jobs.storage.base import (
     DeltaStorage,
     LiveFile,
     StagedFile,
+    StorageError,
     Txn,
     WriteMode,
     WriteResult,
 )
+from jobs.storage.delta_log import latest_version
+from jobs.storage.delta_log import txn_version as logged_txn_version
 
 
 def local_file_path():
@@ -63,7 +66,10 @@ class DeltaSparkStorage(DeltaStorage):
         return DeltaTable.isDeltaTable(self.spark, path)
 
     def version(self, path: str) -> int:
-        return int(self._api(path).history(1).collect()[0]["version"])
+        latest = latest_version(path)  # (one listing of the log, no Spark job)
+        if latest is None:
+            raise StorageError(f"no Delta table at {path}")
+        return latest
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
         return to_arrow_schema(self._reader(version).load(path).schema)
@@ -73,10 +79,17 @@ class DeltaSparkStorage(DeltaStorage):
 
     def read_positioned(self, path: str, version: int,
                         files: Sequence[str] | None = None) -> DataFrame:
-        df = self.read(path, version).select(
-            "*", local_file_path().alias(FILE_COLUMN),
-            F.col("_metadata.row_index").alias(ROW_COLUMN))
-        return df if files is None else df.where(F.col(FILE_COLUMN).isin(list(files)))
+        # Delta's reader gives no ``_metadata.row_index``: the snapshot's Parquet files are read
+        # as Parquet (the tables Reprise writes have no deletion vectors; see DELTA_CONF)
+        snapshot = self.read(path, version)
+        paths = (sorted(_input_path(u) for u in snapshot.inputFiles()) if files is None
+                 else list(files))
+        if not paths:
+            return snapshot.limit(0).select("*", F.lit("").alias(FILE_COLUMN),
+                                            F.lit(0).cast("long").alias(ROW_COLUMN))
+        return (self.spark.read.schema(snapshot.schema).option("basePath", path).parquet(*paths)
+                .select("*", local_file_path().alias(FILE_COLUMN),
+                        F.col("_metadata.row_index").alias(ROW_COLUMN)))
 
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
         return self.read(path, version).toArrow()
@@ -91,11 +104,13 @@ class DeltaSparkStorage(DeltaStorage):
                          rows=pq.ParquetFile(p).metadata.num_rows) for p in paths]
 
     def files(self, path: str, version: int) -> list[DataFile]:
-        added_in: dict[str, int] = {}
-        for v in range(version + 1):
-            for uri in sorted(self.read(path, v).inputFiles()):
-                added_in.setdefault(_input_path(uri), v)
         live = {_input_path(u) for u in self.read(path, version).inputFiles()}
+        added_in = self.files_added_in(path, 0, version)  # (the log entries, while all are kept)
+        if added_in is None or not live <= set(added_in):
+            added_in = {}  # (an entry is gone: each version's snapshot)
+            for v in range(version + 1):
+                for uri in sorted(self.read(path, v).inputFiles()):
+                    added_in.setdefault(_input_path(uri), v)
         return sorted((DataFile(uri=u, commit_version=added_in[u]) for u in live),
                       key=lambda f: (f.commit_version, f.uri))
 
@@ -104,7 +119,8 @@ class DeltaSparkStorage(DeltaStorage):
               metadata: Mapping[str, str] | None = None) -> WriteResult:
         if self.skip(path, txn):
             return WriteResult(version=None, skipped=True)
-        df = data if isinstance(data, DataFrame) else self.spark.createDataFrame(data)
+        # (an Arrow table from the driver is small: one file, in its row order, the arrival order)
+        df = data if isinstance(data, DataFrame) else self.spark.createDataFrame(data).coalesce(1)
         writer = df.write.format("delta").mode(mode)
         if predicate is not None:
             writer = writer.option("replaceWhere", predicate)
@@ -132,10 +148,8 @@ class DeltaSparkStorage(DeltaStorage):
         return f"{path.rstrip('/')}.staging/{tag}"
 
     def txn_version(self, path: str, app_id: str) -> int | None:
-        # Delta keeps the last version per appId in the snapshot; the JSON log has every one.
-        rows = (self.spark.read.json(f"{path.rstrip('/')}/_delta_log/*.json")
-                .where(F.col("txn.appId") == app_id).select("txn.version").collect())
-        return max((int(r["version"]) for r in rows), default=None)
+        # (Delta keeps the last version per appId in the snapshot; the log has every one)
+        return logged_txn_version(path, app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
         api = self._api(path)

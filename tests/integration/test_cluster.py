@@ -44,7 +44,7 @@ def run_json(warehouse: Path, run_id: str) -> dict:
 
 def unreferenced(table: Path) -> set[Path]:
     data = {p.resolve() for p in (table / "data").rglob("*.parquet")}
-    return data - (referenced_files(table) or set())
+    return data - {Path(p) for p in referenced_files(table) or set()}
 
 
 @pytest.fixture(scope="module")

@@ -34,12 +34,14 @@ def later_events(replay: Replay) -> pa.Table:
                             pc.add(table["ts"], day))
 
 
+@pytest.mark.keeps_staged_names
 @pytest.mark.parametrize("after", [0, 3])
 def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
-        spark, storage, catalog, warehouse, after):
+        spark, backend_storage, catalog, warehouse, after):
     """Killed before the manifest commit of the group (three batches a group) holding the
     continuation's first new batch (``after`` 0: whose output commit also removed the old
     end-of-input flush's files) or of the next group (3)."""
+    storage = backend_storage  # (each backend in turn)
     generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=6_000, seed=4,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from deltalake import DeltaTable
 
 from jobs.recordings.store import generate_recording
@@ -66,10 +67,13 @@ def prepared(spark, storage, catalog, warehouse) -> Replay:
     return Replay(spark, storage, warehouse, catalog)
 
 
-def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, storage, catalog, warehouse):
+@pytest.mark.keeps_staged_names
+def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, backend_storage, catalog,
+                                                          warehouse):
+    storage = backend_storage  # (each backend in turn)
     replay = prepared(spark, storage, catalog, warehouse)
     proc = start_replay(warehouse.root, "crashy")
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 600  # (a loaded machine, a JVM per process)
     while committed_batches(warehouse.root, "crashy") < 4:
         assert proc.poll() is None, proc.stdout.read().decode()
         assert time.monotonic() < deadline, "replay made no progress"
@@ -88,10 +92,12 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, storage, catalo
     assert manifest["batch"].tolist() == list(range(info.batches + 1))
 
 
-def test_crash_between_table_commits_and_manifest(spark, storage, catalog, warehouse):
+@pytest.mark.keeps_staged_names
+def test_crash_between_table_commits_and_manifest(spark, backend_storage, catalog, warehouse):
+    storage = backend_storage  # (each backend in turn)
     replay = prepared(spark, storage, catalog, warehouse)
     proc = start_replay_dying_before_manifest(warehouse.root, "torn", 3)
-    assert proc.wait(timeout=240) == -signal.SIGKILL
+    assert proc.wait(timeout=600) == -signal.SIGKILL
     # the job of batches 3-5 committed their tables but not their manifest rows
     assert committed_batches(warehouse.root, "torn") == 3
     info = replay.prepare("vitals_hr_1m", plan=PLAN, run_id="torn")

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 
+import pytest
 from test_continuation_crash import later_events
 
 from jobs.recordings.store import generate_recording
@@ -20,7 +21,10 @@ from jobs.runs.validate import validate_run
 QUERY = "vitals_hr_1m"
 
 
-def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, storage, catalog, warehouse):
+@pytest.mark.keeps_staged_names
+def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, backend_storage, catalog,
+                                                          warehouse):
+    storage = backend_storage  # (each backend in turn)
     generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=1_500, seed=6,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)
@@ -45,8 +49,10 @@ def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, storage, catal
     assert validate_run(replay, catalog, latest.run_id).ok
 
 
-def test_follow_adds_a_segment_per_new_version_and_stops_on_sigterm(spark, storage, catalog,
+@pytest.mark.keeps_staged_names
+def test_follow_adds_a_segment_per_new_version_and_stops_on_sigterm(spark, backend_storage, catalog,
                                                                     warehouse):
+    storage = backend_storage  # (each backend in turn)
     generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=1_000, seed=7,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)

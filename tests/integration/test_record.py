@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,8 +17,7 @@ from jobs.cli.app import app
 from jobs.execution.arrival import input_index
 from jobs.recordings.commits import FILES_KEY, RECORD_KEY, quarantine_rows
 from jobs.recordings.store import record_files
-from jobs.storage import open_driver_storage
-from jobs.storage.delta_rs import DeltaRsStorage
+from jobs.storage import DeltaStorage, open_driver_storage
 from jobs.warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,13 +46,17 @@ def wh(tmp_path: Path) -> Warehouse:
 
 
 @pytest.fixture
-def storage() -> DeltaRsStorage:
-    return open_driver_storage("delta-rs")
+def storage(backend_storage) -> DeltaStorage:
+    """Each backend in turn (the delta-rs leg without Spark, as ``reprise record`` runs it)."""
+    if backend_storage.name == "delta-rs":
+        return open_driver_storage("delta-rs")
+    return backend_storage
 
 
 def reprise(wh: Warehouse, *args: str):
     return CliRunner().invoke(app, [*args, "--warehouse", str(wh.root), "--catalog",
-                                    str(ROOT / "schemas"), "--backend", "delta-rs"])
+                                    str(ROOT / "schemas"), "--backend",
+                                    os.environ["REPRISE_DELTA_BACKEND"]])  # (the fixture's)
 
 
 def tables(storage, wh: Warehouse) -> tuple[list[str], list[tuple[str, int]]]:
@@ -62,6 +66,7 @@ def tables(storage, wh: Warehouse) -> tuple[list[str], list[tuple[str, int]]]:
                            strict=True))
 
 
+@pytest.mark.keeps_staged_names
 def test_record_is_one_commit_on_each_table_under_one_record_id(wh, storage, files) -> None:
     result = reprise(wh, "record", "vitals", *map(str, files))
     assert result.exit_code == 0, result.output
@@ -135,6 +140,7 @@ def _mixed(folder: Path) -> list[Path]:
             ("z.csv", "m.jsonl", "b.parquet", "again.csv", "y.jsonl", "a.csv")]
 
 
+@pytest.mark.keeps_staged_names
 def test_rows_arrive_in_the_order_of_the_files_then_of_their_rows(wh, storage,
                                                                    tmp_path) -> None:
     files = _mixed(tmp_path / "in")
@@ -159,19 +165,23 @@ def test_rows_arrive_in_the_order_of_the_files_then_of_their_rows(wh, storage,
     assert arrival(storage, wh, 2)[len(first) + 7:] == ["n1"]  # y.jsonl, m.jsonl: skipped
 
 
-class DiesAfterQuarantine(DeltaRsStorage):
-    """Raises on the recording commit, as a process killed between the two commits would stop."""
+def dies_after_quarantine(storage: DeltaStorage) -> DeltaStorage:
+    """A storage of ``storage``'s backend that raises on the recording commit, as a process
+    killed between the two commits would stop."""
 
-    def commit_files(self, path, files, schema, **kwargs):
-        if "/recordings/" in path:
-            raise SystemExit("killed")
-        return super().commit_files(path, files, schema, **kwargs)
+    class DiesAfterQuarantine(type(storage)):
+        def commit_files(self, path, files, schema, **kwargs):
+            if "/recordings/" in path:
+                raise SystemExit("killed")
+            return super().commit_files(path, files, schema, **kwargs)
+
+    return DiesAfterQuarantine(storage.spark)
 
 
 def test_an_orphaned_quarantine_commit_is_hidden_then_rolled_back(wh, storage, files) -> None:
     spec = load_catalog(ROOT / "schemas").recording("vitals")
     with pytest.raises(SystemExit):
-        record_files(DiesAfterQuarantine(None), wh, spec, files)
+        record_files(dies_after_quarantine(storage), wh, spec, files)
     assert storage.read_arrow(wh.quarantine("vitals")).num_rows == 2  # stored, not yet visible
     assert not storage.exists(wh.recording("vitals"))
     assert quarantine_rows(storage, wh.recording("vitals"), wh.quarantine("vitals")).num_rows == 0

@@ -76,7 +76,8 @@ def assert_same_runs(shared: Replay, alone: Replay, run_ids: list[str]) -> None:
                 == alone.manifest(run_id).to_pandas()[counts].values.tolist())
 
 
-def test_shared_replay_equals_standalone_runs_and_reference(spark, storage):
+def test_shared_replay_equals_standalone_runs_and_reference(spark, backend_storage):
+    storage = backend_storage  # (each backend in turn)
     shared, alone, catalog = setup(spark, storage, 240, seed=7)
     names = [*QUERIES, "ev_q"]
     runner = SharedReplay(shared)
@@ -191,7 +192,9 @@ def test_random_queries_share_exactly_and_match_their_reference(spark, storage, 
         assert validate_run(shared, catalog, run_id).ok, run_id
 
 
-def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, storage):
+@pytest.mark.keeps_staged_names
+def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, backend_storage):
+    storage = backend_storage  # (each backend in turn)
     shared, alone, _ = setup(spark, storage, 150, seed=11, commits=5)
     names = ["sel_lo", "win_t", "win_c"]
     runner = SharedReplay(alone)

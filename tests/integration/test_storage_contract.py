@@ -37,8 +37,6 @@ from jobs.storage import (
 )
 from jobs.storage.base import unsupported_features
 
-NO_JARS = "Delta jars not loaded (set REPRISE_DELTA_JARS): native backend not exercised here"
-
 SCHEMA = pa.schema([
     pa.field("ts", pa.timestamp("us", tz="UTC")),
     pa.field("n", pa.int64()),
@@ -71,11 +69,17 @@ def table_path(tmp_path: Path, name: str = "t") -> str:
     return str(tmp_path / name)
 
 
-@pytest.fixture(params=["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_spark)])
-def backend(request, spark) -> DeltaStorage:
-    if request.param == "delta-spark" and not delta_jars_loadable(spark):
-        pytest.skip(NO_JARS)
-    return open_storage(spark, request.param)
+@pytest.fixture
+def backend(backend_storage) -> DeltaStorage:
+    """Each backend in turn (``backend_storage`` in tests/conftest.py)."""
+    return backend_storage
+
+
+def test_the_project_delta_jars_load(spark):
+    """The suite's session carries the project's pinned Delta jars (tests/conftest.py), so no
+    delta-spark test skips for missing jars."""
+    assert delta_jars_loadable(spark), "the project's Delta jars did not load (make jars)"
+    assert open_storage(spark, "delta-spark").name == "delta-spark"
 
 
 def stage(storage: DeltaStorage, path: str, tag: str, parts: list[pa.Table]) -> list[StagedFile]:

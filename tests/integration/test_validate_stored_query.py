@@ -51,9 +51,11 @@ def test_validate_uses_the_stored_definition_and_notes_the_changed_file(finished
     assert str(path) in report.note and "has changed since run r1" in report.note
 
 
-def test_a_run_of_a_recording_made_again_with_fewer_versions_is_named(spark, storage, tmp_path):
+def test_a_run_of_a_recording_made_again_with_fewer_versions_is_named(spark, backend_storage,
+                                                                     tmp_path):
     """The recording was generated again (fewer versions) after the run: validate says which
     version the run read and what the recording has now, not a Delta kernel error."""
+    storage = backend_storage  # (each backend in turn)
     catalog = small_catalog(tmp_path / "schemas")
     warehouse = Warehouse(tmp_path / "warehouse")
     path = warehouse.recording("ev")

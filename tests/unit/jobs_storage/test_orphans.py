@@ -41,15 +41,15 @@ def test_files_of_every_version_stay_and_unreferenced_ones_go(tmp_path):
     stray = _stray(table)
     _moved_into_data(table)  # copies: not named by the log either
     removed = remove_unreferenced(table)
-    assert stray in removed and not stray.parent.exists()
-    assert all(f.exists() for f in referenced)  # the originals, named by the log, are kept
+    assert str(stray) in removed and not stray.parent.exists()
+    assert all(Path(f).exists() for f in referenced)  # the originals, named by the log, are kept
     assert DeltaTable(str(table), version=0).to_pyarrow_table().num_rows == 1
 
 
 def test_files_named_only_by_a_checkpoint_are_kept(tmp_path):
     table = _table(tmp_path, 2)
     DeltaTable(str(table)).create_checkpoint()
-    live = {f.resolve() for f in table.glob("*.parquet")}
+    live = {str(f.resolve()) for f in table.glob("*.parquet")}
     for log in (table / "_delta_log").glob("*.json"):
         log.unlink()  # as log retention would
     assert live <= referenced_files(table)
@@ -66,7 +66,7 @@ def test_a_log_this_reader_does_not_understand_deletes_nothing(tmp_path):
 def test_a_table_never_committed_loses_its_staged_files(tmp_path):
     table = tmp_path / "state"
     stray = _stray(table)
-    assert remove_unreferenced(table) == [stray]
+    assert remove_unreferenced(table) == [str(stray)]
     assert not any((table / "data").iterdir())
 
 
@@ -83,6 +83,6 @@ def test_since_a_mark_only_files_staged_after_it_are_looked_at(tmp_path):
                    partition_values={}, modification_time=0, data_change=True,
                    stats='{"numRecords": 1}')],
         mode="append", schema=dt.schema())
-    assert remove_unreferenced(table, since) == [new_stray]
+    assert remove_unreferenced(table, since) == [str(new_stray)]
     assert old_stray.exists() and committed.exists() and not new_stray.parent.exists()
     assert remove_unreferenced(table, mark(table)) == []  # nothing staged since

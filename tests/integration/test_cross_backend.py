@@ -1,0 +1,71 @@
+"""Tables written by one Delta backend are read and extended by the other: a recording made by
+one is replayed by the other, and a run made by one is continued by the other."""
+
+from __future__ import annotations
+
+import pytest
+from test_continuation_crash import later_events
+from test_crash import late_rows, output_rows
+
+from jobs.recordings.store import generate_recording
+from jobs.runs.continuation import continue_query
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
+from jobs.runtime.spark_session import delta_jars_loadable
+from jobs.storage import open_storage
+
+QUERY = "vitals_hr_1m"
+PLAN = "rows:1000"
+PAIRS = pytest.mark.parametrize(("first", "then"), [("delta-rs", "delta-spark"),
+                                                    ("delta-spark", "delta-rs")])
+pytestmark = pytest.mark.delta_spark
+
+
+@pytest.fixture
+def backends(spark):
+    """Both backends' storages, by name."""
+    if not delta_jars_loadable(spark):
+        pytest.skip("Delta jars not loaded (make jars; see jobs/runtime/delta_jars.py)")
+    return {name: open_storage(spark, name) for name in ("delta-rs", "delta-spark")}
+
+
+@PAIRS
+def test_a_recording_made_by_one_backend_replays_on_the_other(spark, backends, catalog,
+                                                              warehouse, first, then):
+    generate_recording(backends[first], warehouse, catalog, "vitals", keys=10, events=4_000,
+                       seed=5, commits=3)
+    runs = {}
+    for name in (first, then):
+        replay = Replay(spark, backends[name], warehouse, catalog)
+        runs[name] = replay
+        replay.run(replay.prepare(QUERY, plan=PLAN, run_id=name))
+    reader = runs[then]
+    assert validate_run(reader, catalog, then).ok
+    assert output_rows(reader, then) == output_rows(reader, first)
+    assert late_rows(reader, then) == late_rows(reader, first)
+
+
+#: delta-spark's commit_files rewrites the staged state files (new names, no bucket number), so
+#: a run it started cannot be continued yet (see KEEPS_NAMES in tests/conftest.py).
+CONTINUED = pytest.mark.parametrize(("first", "then"), [
+    ("delta-rs", "delta-spark"),
+    pytest.param("delta-spark", "delta-rs", marks=pytest.mark.xfail(
+        reason="delta-spark's commit_files renames the staged state files", strict=False))])
+
+
+@CONTINUED
+def test_a_run_continued_with_the_other_backend_equals_one_continued_with_the_same(
+        spark, backends, catalog, warehouse, first, then):
+    generate_recording(backends[first], warehouse, catalog, "vitals", keys=10, events=4_000,
+                       seed=8, commits=2)
+    started = Replay(spark, backends[first], warehouse, catalog)
+    for run_id in ("switched", "same"):
+        started.run(started.prepare(QUERY, plan=PLAN, run_id=run_id))
+    backends[then].write(later_events(started), warehouse.recording("vitals"), mode="append")
+    switched = Replay(spark, backends[then], warehouse, catalog)
+    moved = continue_query(switched, QUERY, run_id="switched", log=lambda line: None)
+    kept = continue_query(started, QUERY, run_id="same", log=lambda line: None)
+    assert not moved.fresh_reason and moved.info.cuts == kept.info.cuts
+    assert output_rows(switched, "switched") == output_rows(started, "same")
+    assert late_rows(switched, "switched") == late_rows(started, "same")
+    assert validate_run(switched, catalog, "switched").ok
