@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.spj_memory
 	$(BIN)/python -m benchmarks.continuation
 	$(BIN)/python -m benchmarks.shared
+	$(BIN)/python -m benchmarks.startup
 
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
 bench-cluster: $(STAMP)
