@@ -18,10 +18,16 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
+# The class-data-sharing archive of the Spark driver's JVM (jobs/runtime/class_archive.py): made
+# once per environment; without it (or if it cannot be made) Spark starts as it would.
+CLASS_ARCHIVE := $(VENV)/reprise-spark-classes.jsa
+$(CLASS_ARCHIVE): $(STAMP)
+	$(BIN)/python -m jobs.runtime.class_archive || echo "no class archive: Spark starts without one"
+
 $(DAGSTER_HOME)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME) && touch $@
 
-demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+demo: $(STAMP) $(CLASS_ARCHIVE) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m orchestration.demo
 
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
@@ -33,7 +39,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml browser
+test: $(STAMP) $(CLASS_ARCHIVE) $(DAGSTER_HOME)/dagster.yaml browser
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 	$(BIN)/python -m pytest -rs
 
@@ -44,7 +50,7 @@ test-slow: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 lint: $(STAMP)
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 
-bench: $(STAMP)
+bench: $(STAMP) $(CLASS_ARCHIVE)
 	$(BIN)/python -m benchmarks.tumbling
 	$(BIN)/python -m benchmarks.sliding
 	$(BIN)/python -m benchmarks.median

@@ -19,6 +19,7 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from engine.errors import RepriseError
+from jobs.runtime import class_archive
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
 from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
@@ -140,10 +141,13 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         paths = [EXECUTOR_PYTHONPATH, resolved.get("spark.executorEnv.PYTHONPATH", "")]
         resolved["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
             dict.fromkeys(p for p in paths if p))
+    options = resolved.get("spark.driver.extraJavaOptions", "")
+    if "Archive" not in options:  # (unless the conf makes or names a class archive itself)
+        options = f"{class_archive.java_option()} {options}".strip()
     if not settings.verbose:
-        options = resolved.get("spark.driver.extraJavaOptions", "")
-        resolved["spark.driver.extraJavaOptions"] = (
-            f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2} {options}".strip())
+        options = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2} {options}".strip()
+    if options:
+        resolved["spark.driver.extraJavaOptions"] = options
     if delta_jars_configured(resolved):
         for key, value in DELTA_CONF.items():
             resolved.setdefault(key, value)
@@ -180,6 +184,10 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         if not is_local(spark.sparkContext.master):
             ship_code(spark)
     except PySparkRuntimeError as exc:  # the JVM exited at launch (a bad master or conf)
+        archive = class_archive.java_option()
+        if archive and archive in resolved.get("spark.driver.extraJavaOptions", ""):
+            class_archive.discard()  # (a damaged class archive must not stop Spark: without it)
+            return get_spark(master, conf, settings)
         why = "" if settings.verbose else _jvm_failure(log, start)
         where = "above" if settings.verbose else f"in {log}"
         raise SparkStartError(

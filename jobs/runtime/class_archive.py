@@ -1,0 +1,103 @@
+"""A class-data-sharing archive of the Spark driver JVM's classes (Java AppCDS), made once per
+installation: the driver JVM then maps the classes Spark loads at its start from the archive
+instead of reading, parsing and verifying them from the jars, which takes most of the
+SparkContext's start (docs/operations/performance.md).
+
+``python -m jobs.runtime.class_archive`` makes it (``make test`` and ``make demo`` do, once):
+it starts a session whose JVM dumps the classes it loaded at exit
+(``-XX:ArchiveClassesAtExit``), runs the kinds of job a replay runs, stops the JVM and moves
+the archive into the environment (:data:`ARCHIVE`) with a note of what it was made for (the
+``java`` binary and the Spark jars). A session uses it (``-XX:SharedArchiveFile``) only when the
+note matches this installation: an archive made by another JVM or Spark, or one that is missing,
+is left out and the JVM starts as it would without (a half-written archive can crash the JVM,
+so one is never given the archive's name before the JVM that wrote it has exited).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+#: The archive, in the environment (the virtualenv of ``make``) it was made for.
+ARCHIVE = Path(sys.prefix) / "reprise-spark-classes.jsa"
+#: What the archive was made for (see :func:`fingerprint`).
+NOTE = ARCHIVE.with_suffix(".json")
+#: How long the JVM may take to write the archive at its exit (s).
+DUMP_WAIT_S = 600
+
+
+def fingerprint() -> dict[str, object]:
+    """The installation an archive is valid for: the ``java`` binary Spark launches (its path,
+    size and time) and the names and sizes of Spark's jars."""
+    import pyspark
+
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home, "bin", "java") if home else Path(shutil.which("java") or "java")
+    java = java.resolve()
+    stat = java.stat() if java.exists() else None
+    jars = Path(pyspark.__file__).parent / "jars"
+    listing = sorted((p.name, p.stat().st_size) for p in jars.glob("*.jar"))
+    return {"java": str(java), "java_size": stat and stat.st_size,
+            "java_mtime": stat and int(stat.st_mtime),
+            "jars": hashlib.sha256(json.dumps(listing).encode()).hexdigest()}
+
+
+def usable_archive() -> Path | None:
+    """The archive, when it exists and its note says it was made for this installation, with
+    its size (else None)."""
+    try:
+        note = json.loads(NOTE.read_text())
+        size = ARCHIVE.stat().st_size
+    except (OSError, ValueError):
+        return None
+    if not isinstance(note, dict) or note.get("size") != size:
+        return None
+    return ARCHIVE if note.get("made_for") == fingerprint() else None
+
+
+def java_option() -> str:
+    """The driver JVM's option that maps the archive ("" without a usable one)."""
+    archive = usable_archive()
+    return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off" if archive \
+        else ""
+
+
+def discard() -> None:
+    """Remove the archive and its note (a JVM failed to start with them)."""
+    for path in (NOTE, ARCHIVE):
+        path.unlink(missing_ok=True)
+
+
+def make_archive() -> Path:
+    """Make :data:`ARCHIVE` (replacing any) from a session that runs the jobs a replay runs."""
+    from jobs.runtime.spark_session import get_spark
+
+    partial = ARCHIVE.with_name(f"{ARCHIVE.name}.{os.getpid()}.partial")
+    spark = get_spark(conf={"spark.driver.extraJavaOptions":
+                            f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off "
+                            "-Xlog:cds+dynamic=off"})
+    sc = spark.sparkContext
+    sc.parallelize(range(4), 2).flatMap(lambda x: [x]).collect()  # a replay's bucket tasks
+    spark.range(100).selectExpr("id % 3 AS k").groupBy("k").count().collect()  # SQL, shuffle
+    jvm = sc._gateway.proc
+    spark.stop()
+    jvm.stdin.close()  # the JVM exits on end of input, writing the archive
+    try:
+        jvm.wait(DUMP_WAIT_S)
+        if not partial.exists() or partial.stat().st_size == 0:
+            raise SystemExit(f"the JVM wrote no class archive at {partial}; Spark starts "
+                             "without one")
+        discard()
+        NOTE.write_text(json.dumps({"made_for": fingerprint(), "size": partial.stat().st_size}))
+        os.replace(partial, ARCHIVE)
+    finally:
+        partial.unlink(missing_ok=True)
+    return ARCHIVE
+
+
+if __name__ == "__main__":
+    print(f"class archive of the Spark driver's JVM: {make_archive()}")
