@@ -65,7 +65,7 @@ def test_ctrl_c_during_a_spark_replay_is_one_line_and_the_run_resumes():
                    "--commits", "3").returncode == 0
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse),
-           "REPRISE_LOCAL_EVENTS": "0", "REPRISE_BATCHES_PER_JOB": "4"}
+           "REPRISE_ENGINE": "spark", "REPRISE_BATCHES_PER_JOB": "4"}
     args = [sys.executable, "-m", "jobs.cli.app", "replay", "vitals_hr_1m", "--plan", "rows:300",
             "--run-id", "interrupted"]
     with subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
