@@ -10,7 +10,9 @@ the archive into the environment (:data:`ARCHIVE`) with a note of what it was ma
 ``java`` binary and the Spark jars). A session uses it (``-XX:SharedArchiveFile``) only when the
 note matches this installation: an archive made by another JVM or Spark, or one that is missing,
 is left out and the JVM starts as it would without (a half-written archive can crash the JVM,
-so one is never given the archive's name before the JVM that wrote it has exited).
+so one is never given the archive's name before the JVM that wrote it has exited). A JVM that
+does not start with the archive is started again without it; the archive is removed only when
+that one starts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import json
 import os
 import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: The archive, in the environment (the virtualenv of ``make``) it was made for.
@@ -59,11 +64,30 @@ def usable_archive() -> Path | None:
     return ARCHIVE if note.get("made_for") == fingerprint() else None
 
 
+#: While True (see :func:`left_out`), sessions start without the archive.
+_LEFT_OUT = {"now": False}
+
+
+@contextmanager
+def left_out() -> Iterator[None]:
+    """Start sessions without the archive in the block (to tell whether a JVM that did not
+    start failed because of it)."""
+    _LEFT_OUT["now"] = True
+    try:
+        yield
+    finally:
+        _LEFT_OUT["now"] = False
+
+
 def java_option() -> str:
     """The driver JVM's option that maps the archive ("" without a usable one)."""
-    archive = usable_archive()
-    return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off" if archive \
-        else ""
+    archive = None if _LEFT_OUT["now"] else usable_archive()
+    if archive is None:
+        return ""
+    # (a JVM that cannot map it writes its crash report beside the JVM's log, not here)
+    crash = Path(tempfile.gettempdir()) / f"reprise-jvm-crash-{os.getuid()}.log"
+    return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off " \
+        f"-XX:ErrorFile={crash}"
 
 
 def discard() -> None:

@@ -61,3 +61,27 @@ def test_a_damaged_archive_is_dropped_and_spark_starts_without_it(tmp_path):
     assert "ROWS 3" in done.stdout
     if class_archive.ARCHIVE.is_file():  # (a cut real archive crashes the JVM: it is dropped)
         assert "ROWS 3 False" in done.stdout
+
+
+_FAIL = """
+import json, sys
+from pathlib import Path
+from jobs.runtime import class_archive
+from jobs.runtime.spark_session import SparkStartError, get_spark
+class_archive.ARCHIVE, class_archive.NOTE = Path(sys.argv[1]), Path(sys.argv[2])
+class_archive.ARCHIVE.write_bytes(b"classes")
+class_archive.NOTE.write_text(json.dumps({"made_for": class_archive.fingerprint(), "size": 7}))
+try:
+    get_spark()
+except SparkStartError as exc:
+    print("FAILED", class_archive.ARCHIVE.exists(), exc)
+"""
+
+
+def test_a_jvm_that_fails_for_another_reason_leaves_the_archive(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REPRISE_SPARK_MASTER": "bogus"}
+    done = subprocess.run([sys.executable, "-c", _FAIL, str(tmp_path / "classes.jsa"),
+                           str(tmp_path / "classes.json")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.stdout.startswith("FAILED True Spark did not start with master 'bogus'"), \
+        (done.stdout, done.stderr[-2000:])

@@ -42,9 +42,10 @@ def test_exit_status_and_error_line_pass_through_and_reading_tables_never_aborts
     assert statuses == [0] * 12
 
 
-def test_time_plans_replay_in_a_process_without_spark():
+def test_time_plans_replay_in_a_process_without_spark(monkeypatch):
     """A small replay runs in the command's process without a Spark session: its time plan is
     resolved without one (the shipped ``ads_10s`` cuts by 2 s of event time)."""
+    monkeypatch.setenv("REPRISE_ENGINE", "auto")  # (the estimate keeps it in the driver)
     warehouse = Path(tempfile.mkdtemp(prefix="reprise-time-"))
     assert reprise(warehouse, "generate", "ads", "--keys", "5", "--events", "400",
                    "--commits", "2").returncode == 0
