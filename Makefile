@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml requirements.lock
 # once per environment; without it (or if it cannot be made) Spark starts as it would.
 CLASS_ARCHIVE := $(VENV)/reprise-spark-classes.jsa
 $(CLASS_ARCHIVE): $(STAMP)
-	$(BIN)/python -m jobs.runtime.class_archive || echo "no class archive: Spark starts without one"
+	$(BIN)/python -m jobs.runtime.make_class_archive || echo "no class archive: Spark starts without one"
 
 $(DAGSTER_HOME)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME) && touch $@

@@ -3,8 +3,8 @@ installation: the driver JVM then maps the classes Spark loads at its start from
 instead of reading, parsing and verifying them from the jars, which takes most of the
 SparkContext's start (docs/operations/performance.md).
 
-``python -m jobs.runtime.class_archive`` makes it (``make test`` and ``make demo`` do, once):
-it starts a session whose JVM dumps the classes it loaded at exit
+``python -m jobs.runtime.make_class_archive`` makes it (``make test`` and ``make demo`` do,
+once): it starts a session whose JVM dumps the classes it loaded at exit
 (``-XX:ArchiveClassesAtExit``), runs the kinds of job a replay runs, stops the JVM and moves
 the archive into the environment (:data:`ARCHIVE`) with a note of what it was made for (the
 ``java`` binary and the Spark jars). A session uses it (``-XX:SharedArchiveFile``) only when the
@@ -31,8 +31,6 @@ from pathlib import Path
 ARCHIVE = Path(sys.prefix) / "reprise-spark-classes.jsa"
 #: What the archive was made for (see :func:`fingerprint`).
 NOTE = ARCHIVE.with_suffix(".json")
-#: How long the JVM may take to write the archive at its exit (s).
-DUMP_WAIT_S = 600
 
 
 def fingerprint() -> dict[str, object]:
@@ -94,34 +92,3 @@ def discard() -> None:
     """Remove the archive and its note (a JVM failed to start with them)."""
     for path in (NOTE, ARCHIVE):
         path.unlink(missing_ok=True)
-
-
-def make_archive() -> Path:
-    """Make :data:`ARCHIVE` (replacing any) from a session that runs the jobs a replay runs."""
-    from jobs.runtime.spark_session import get_spark
-
-    partial = ARCHIVE.with_name(f"{ARCHIVE.name}.{os.getpid()}.partial")
-    spark = get_spark(conf={"spark.driver.extraJavaOptions":
-                            f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off "
-                            "-Xlog:cds+dynamic=off"})
-    sc = spark.sparkContext
-    sc.parallelize(range(4), 2).flatMap(lambda x: [x]).collect()  # a replay's bucket tasks
-    spark.range(100).selectExpr("id % 3 AS k").groupBy("k").count().collect()  # SQL, shuffle
-    jvm = sc._gateway.proc
-    spark.stop()
-    jvm.stdin.close()  # the JVM exits on end of input, writing the archive
-    try:
-        jvm.wait(DUMP_WAIT_S)
-        if not partial.exists() or partial.stat().st_size == 0:
-            raise SystemExit(f"the JVM wrote no class archive at {partial}; Spark starts "
-                             "without one")
-        discard()
-        NOTE.write_text(json.dumps({"made_for": fingerprint(), "size": partial.stat().st_size}))
-        os.replace(partial, ARCHIVE)
-    finally:
-        partial.unlink(missing_ok=True)
-    return ARCHIVE
-
-
-if __name__ == "__main__":
-    print(f"class archive of the Spark driver's JVM: {make_archive()}")
