@@ -24,10 +24,16 @@ $(STAMP): pyproject.toml requirements.lock
 jars: $(STAMP)
 	@$(BIN)/python -m jobs.runtime.delta_jars
 
+# The class-data-sharing archive of the Spark driver's JVM (jobs/runtime/class_archive.py): made
+# once per environment; without it (or if it cannot be made) Spark starts as it would.
+CLASS_ARCHIVE := $(VENV)/reprise-spark-classes.jsa
+$(CLASS_ARCHIVE): $(STAMP)
+	$(BIN)/python -m jobs.runtime.make_class_archive || echo "no class archive: Spark starts without one"
+
 $(DAGSTER_HOME)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME) && touch $@
 
-demo: $(STAMP) jars $(DAGSTER_HOME)/dagster.yaml
+demo: $(STAMP) jars $(CLASS_ARCHIVE) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m orchestration.demo
 
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
@@ -39,7 +45,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) jars $(DAGSTER_HOME)/dagster.yaml browser
+test: $(STAMP) jars $(CLASS_ARCHIVE) $(DAGSTER_HOME)/dagster.yaml browser
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 	$(BIN)/python -m pytest -rs
 
@@ -50,7 +56,7 @@ test-slow: $(STAMP) jars $(DAGSTER_HOME)/dagster.yaml
 lint: $(STAMP)
 	$(BIN)/ruff check engine jobs orchestration tests benchmarks
 
-bench: $(STAMP) jars
+bench: $(STAMP) jars $(CLASS_ARCHIVE)
 	$(BIN)/python -m benchmarks.tumbling
 	$(BIN)/python -m benchmarks.sliding
 	$(BIN)/python -m benchmarks.median
@@ -64,6 +70,7 @@ bench: $(STAMP) jars
 	$(BIN)/python -m benchmarks.shared
 	$(BIN)/python -m benchmarks.diff
 	$(BIN)/python -m benchmarks.backends
+	$(BIN)/python -m benchmarks.startup
 
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
 bench-cluster: $(STAMP)

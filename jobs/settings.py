@@ -27,6 +27,8 @@ PROJECT_FILE = "reprise.yaml"
 BACKENDS = ("auto", "delta-rs", "delta-spark")
 #: ``REPRISE_EXCHANGE`` values.
 EXCHANGES = ("direct", "spark")
+#: Where a replay's bucket tasks run (``REPRISE_ENGINE``, ``reprise replay --engine``).
+ENGINES = ("auto", "spark", "driver")
 #: The most key buckets a run may have (``REPRISE_BUCKETS``; a run's ``run.json`` with more is
 #: refused): each is a Spark task per group of batches and a state file.
 MAX_BUCKETS = 10_000
@@ -75,9 +77,9 @@ class Settings:
     progress: bool = False
     #: ``REPRISE_VERBOSE=1`` (or ``--verbose``): show the JVM's own log on stderr.
     verbose: bool = False
-    #: ``REPRISE_LOCAL_EVENTS``: a ``reprise replay`` of at most this many events on the direct
-    #: exchange runs its buckets in the command's own process, without starting Spark.
-    local_events: int = 20_000
+    #: ``REPRISE_ENGINE``: where a replay's bucket tasks run: ``auto`` (by the run's estimated
+    #: cost, see :mod:`jobs.runs.engine_choice`), ``spark`` or ``driver``.
+    engine: str = "auto"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], cwd: Path | None = None) -> Settings:
@@ -88,10 +90,10 @@ class Settings:
 
         per_job = _integer("REPRISE_BATCHES_PER_JOB", get("REPRISE_BATCHES_PER_JOB", "32"), 1)
         buckets = get("REPRISE_BUCKETS", "")
-        local = _integer("REPRISE_LOCAL_EVENTS", get("REPRISE_LOCAL_EVENTS", "20000"), 0)
         for name, value, allowed in (
                 ("REPRISE_DELTA_BACKEND", get("REPRISE_DELTA_BACKEND", "auto"), BACKENDS),
-                ("REPRISE_EXCHANGE", get("REPRISE_EXCHANGE", "direct"), EXCHANGES)):
+                ("REPRISE_EXCHANGE", get("REPRISE_EXCHANGE", "direct"), EXCHANGES),
+                ("REPRISE_ENGINE", get("REPRISE_ENGINE", "auto"), ENGINES)):
             if value not in allowed:
                 raise SettingsError(f"{name}: unknown value {value!r}; expected one of "
                                     f"{', '.join(allowed)}")
@@ -109,7 +111,7 @@ class Settings:
             kernel_dir=_kernel_dir(env),
             progress=_flag("REPRISE_PROGRESS", env.get("REPRISE_PROGRESS", "")),
             verbose=_flag("REPRISE_VERBOSE", env.get("REPRISE_VERBOSE", "")),
-            local_events=local,
+            engine=get("REPRISE_ENGINE", "auto"),
         )
 
 

@@ -15,6 +15,8 @@ settings.load_profile("reprise")
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ["REPRISE_SPARK_MASTER"] = os.environ.get("REPRISE_TEST_SPARK_MASTER", "local[2]")
+#: The engine the Spark tests' replays run on (``REPRISE_TEST_ENGINE``, default ``spark``).
+TEST_ENGINE = os.environ.get("REPRISE_TEST_ENGINE", "spark")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +47,17 @@ def pytest_terminal_summary(terminalreporter):
     if skipped:
         terminalreporter.write_line(f"{len(skipped)} tests skipped for missing Delta jars "
                                     "(make jars)", red=True)
+
+
+def pytest_runtest_setup(item):
+    """The replays of the tests that use Spark (all but ``tests/unit``) run on Spark: with
+    ``auto`` their small runs would run in the driver and leave the Spark path untested (the
+    tests of the other engine and of the choice say so). The unit tests keep ``auto``, which
+    runs their small replays without Spark. Set before the test's fixtures are made."""
+    if "unit" in item.path.parts:
+        os.environ.pop("REPRISE_ENGINE", None)
+    else:
+        os.environ["REPRISE_ENGINE"] = TEST_ENGINE
 
 
 def pytest_sessionfinish(session, exitstatus):

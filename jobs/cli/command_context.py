@@ -70,8 +70,8 @@ class Context:
 
     def replay(self):
         """The replay runner; with the delta-rs backend Spark starts only when the run needs it
-        (a small run on the direct exchange runs in this process)."""
-        from jobs.runs.replay import Replay
+        (see :mod:`jobs.runs.engine_choice`), and, when the replay is forced onto Spark, in the
+        background while the command prepares the run."""
         from jobs.runtime.lazy_session import LazySpark
         from jobs.storage import open_driver_storage
         from jobs.storage.delta_rs import DeltaRsStorage
@@ -79,6 +79,10 @@ class Context:
         if self._storage is None and isinstance(
                 open_driver_storage(self._backend, self.settings), DeltaRsStorage):
             spark = LazySpark(self.settings, starting_spark)
+            if self.settings.engine == "spark":
+                spark.start_in_background()
             self._storage = DeltaRsStorage(spark)  # type: ignore[arg-type]  # started on use
+        from jobs.runs.replay import Replay
+
         return Replay(self.storage.spark, self.storage, self.warehouse, self.catalog,
                       settings=self.settings)

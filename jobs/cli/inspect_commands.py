@@ -85,9 +85,10 @@ def runs(warehouse: Warehouse_ = None) -> None:
 
     wh = Warehouse.at(warehouse or load_settings().warehouse)
     table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
-                  "segments", title=f"runs in {wh.root}")
+                  "segments", "engine", title=f"runs in {wh.root}")
     for s in (summarize(wh, run_id) for run_id in wh.runs()):
         table.add_row(s.run_id, s.query, s.versions, s.status,
                       f"{s.batches_done}/{s.batches_total}", f"{s.output_rows:,}", s.created,
-                      f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""))
+                      f"{s.segments}" + (f" (last: {s.last_segment})" if s.last_segment else ""),
+                      s.engines)
     print_table(table)

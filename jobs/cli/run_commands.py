@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -9,6 +10,7 @@ import typer
 from jobs.cli.command_context import Context
 from jobs.cli.options import Backend_, Catalog_, Warehouse_
 from jobs.cli.output import console, err, fail, print_manifest_summary
+from jobs.settings import ENGINES
 
 
 def replay(
@@ -28,6 +30,9 @@ def replay(
     no_share: Annotated[bool, typer.Option(
         "--no-share", help="Replay several queries one after another, not as one shared run")]
         = False,
+    engine: Annotated[str | None, typer.Option(
+        help="Where the bucket tasks run: auto (by the run's estimated cost) | spark | driver "
+        "(env REPRISE_ENGINE, default auto)")] = None,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
 ) -> None:
     """Replay queries over their recording, batch by batch; resumes an interrupted run."""
@@ -37,7 +42,11 @@ def replay(
 
     if cont and version is not None:
         fail("--continue extends a run to the latest version; it takes no --version")
+    if engine is not None and engine not in ENGINES:
+        fail(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
     ctx = Context(warehouse, catalog, backend)
+    if engine is not None:
+        ctx.settings = replace(ctx.settings, engine=engine)
     if len(queries) > 1:
         from jobs.shared.shared_plan import one_recording
         from jobs.shared.shared_run import replay_queries

@@ -123,7 +123,7 @@ def per_task(spark: SparkSession | None, buckets: list[int],
     """
     if not buckets:
         return []
-    if spark is None:  # a small run in the driver process (see Replay.local_events)
+    if spark is None:  # in the driver process (see jobs.runs.engine_choice)
         return [row for bucket in buckets for row in work(bucket).to_dict("records")]
     tasks = spark.sparkContext.parallelize(buckets, len(buckets))
     return tasks.flatMap(lambda bucket: work(bucket).to_dict("records")).collect()

@@ -19,7 +19,7 @@ made).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import pyarrow as pa
 
@@ -34,10 +34,6 @@ from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
 from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
-
-#: A continuation runs a Spark job of new batches only when they hold more events than this; up
-#: to it the bucket tasks run in the driver (a Spark job's fixed cost would dominate).
-DRIVER_ROWS = 100_000
 
 
 @dataclass
@@ -98,11 +94,8 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
         result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")
     else:
         result = extend(replay, info, log)
-    # (REPRISE_LOCAL_EVENTS=0: always Spark, a continuation too)
-    small = replace(replay, driver_rows=max(replay.driver_rows, DRIVER_ROWS)
-                    if replay.settings.local_events else replay.driver_rows)
-    small.share_manifests(replay)
-    result.manifest = small.run(result.info, on_batch, clean=not result.clean)
+    # (the new batches run where jobs.runs.engine_choice says: few events, the driver)
+    result.manifest = replay.run(result.info, on_batch, clean=not result.clean)
     return result
 
 

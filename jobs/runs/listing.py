@@ -9,6 +9,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from jobs.runs.engine_choice import engines_summary
 from jobs.runs.run_info import RunInfo, load_run_file
 from jobs.runs.run_lock import is_locked
 from jobs.runs.run_segments import describe
@@ -30,6 +31,8 @@ class RunSummary:
     #: The run's segments (1 until it is continued) and the last one described.
     segments: int = 1
     last_segment: str = ""
+    #: Which engine ran which batches (see :func:`jobs.runs.engine_choice.engines_summary`).
+    engines: str = ""
 
 
 def resume_note(done: int, total: int) -> str:
@@ -73,4 +76,5 @@ def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:
                       batches_done=done, batches_total=total, output_rows=rows,
                       created=created.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
                       segments=max(1, len(segments)),
-                      last_segment=describe(segments[-1]) if len(segments) > 1 else "")
+                      last_segment=describe(segments[-1]) if len(segments) > 1 else "",
+                      engines=engines_summary(info))

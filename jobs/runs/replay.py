@@ -38,12 +38,12 @@ from jobs.execution.merged_inputs import merge_inputs
 from jobs.execution.spark_exchange import execute_step
 from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
+from jobs.runs.engine_choice import engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
 from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
 from jobs.runs.run_segments import save_run
-from jobs.runtime.lazy_session import not_started
 from jobs.runtime.parallelism import bucket_count
 from jobs.settings import EXCHANGES, Settings, load_settings
 from jobs.storage import DeltaStorage, LiveFile
@@ -82,9 +82,9 @@ class Replay:
     before_manifest: Callable[[str, list[int]], None] | None = None
     #: Called with a batch id as soon as that batch's output is committed (progress display).
     on_commit: Callable[[int], None] | None = None
-    #: A group of at most this many events runs its bucket tasks in the driver process instead
-    #: of a Spark job (direct exchange only; 0: never). Continuations set it.
-    driver_rows: int = 0
+    #: Where the bucket tasks run: ``auto``, ``spark`` or ``driver`` (see
+    #: :mod:`jobs.runs.engine_choice`); default ``settings.engine``.
+    engine: str = ""
     #: Manifests read, by table path: (version, rows).
     _manifests: dict[str, tuple[int, pa.Table]] = field(init=False, default_factory=dict,
                                                         repr=False)
@@ -92,6 +92,7 @@ class Replay:
     def __post_init__(self) -> None:
         self.batches_per_job = self.batches_per_job or self.settings.batches_per_job
         self.exchange = self.exchange or self.settings.exchange
+        self.engine = self.engine or self.settings.engine
 
     def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
                 version: int | None = None) -> RunInfo:
@@ -189,10 +190,6 @@ class Replay:
             self._manifests[path] = known = (
                 version, self.storage.read_arrow(path, version).sort_by("batch"))
         return known[1]
-
-    def share_manifests(self, other: Replay) -> None:
-        """Use (and fill) ``other``'s manifests read, e.g. for a copy made with other settings."""
-        self._manifests = other._manifests
 
     def remember_manifest(self, run_id: str, version: int, rows: pa.Table) -> None:
         """Note that version ``version`` of the run's manifest holds ``rows`` (rows as
@@ -293,10 +290,9 @@ class Replay:
         plan, live = self.step_plan(info, ctx, ctx.operator, group, state_version, attempt,
                                     derive)
         lo, hi = plan.batches[0][1], plan.batches[-1][2]
-        # few events (a small run with Spark not started yet, or a continuation's new commits):
-        # the buckets run in this process
-        spark = None if (not_started(self.spark) and info.total <= self.settings.local_events) \
-            or hi - lo <= self.driver_rows else self.spark
+        # Spark, or the bucket tasks one after the other in this process
+        choice = engine_for(self.engine, self.spark, info, ctx, group[0], self.batches_per_job)
+        spark = self.spark if choice.engine == "spark" else None
         if info.exchange == "direct":
             steps = execute_direct(spark, plan, overlapping(info.files, lo, hi), info.buckets)
         elif group == [info.batches]:  # alone: one task per bucket that holds state
@@ -305,7 +301,10 @@ class Replay:
             events = sequenced(self.storage, info.input_path, info.input_version, info.files,
                                lo, hi, plan.time_column, ctx.query.derived)
             steps = execute_step(plan, events, info.buckets)
-        return self.commit(info, plan, group, steps, live, state_version, started, removals)
+        done = self.commit(info, plan, group, steps, live, state_version, started, removals)
+        note_engine(info, group, choice)
+        save_run(self, info)
+        return done
 
     def commit(self, info: RunInfo, plan: StepPlan, group: list[int],
                steps: dict[int, StepFiles], live: list[LiveFile], state_version: int | None,

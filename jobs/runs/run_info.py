@@ -66,6 +66,9 @@ class RunInfo:
     #: When the run was made (UTC, ISO 8601, seconds); kept across continuations. Runs made
     #: before it was recorded have "" (``reprise runs`` then shows when run.json was written).
     created: str = ""
+    #: Which engine ran which batches: ``{"batches": [first, last], "engine": "spark" or
+    #: "driver", "reason": ...}``, in order (see :mod:`jobs.runs.engine_choice`).
+    engines: list[dict] = field(default_factory=list)
 
     def txn(self, table: str, batch: int) -> Txn:
         """The Delta app transaction of batch ``batch``'s commit to the run's ``table``: app id
@@ -248,7 +251,23 @@ def _checked(data: Any, directory: str) -> RunInfo:
         _check_segment(segment, f"segments[{k}]", first=k == 0)
         _check_segment_place(segment, f"segments[{k}]", k, k == len(segments) - 1,
                              data["cuts"])
+    for k, entry in enumerate(_list(data.get("engines", []), "engines", "engine entries")):
+        _check_engine_entry(entry, f"engines[{k}]", len(data["cuts"]) - 1)
     return RunInfo(**data)
+
+
+def _check_engine_entry(entry: Any, where: str, last_batch: int) -> None:
+    """An entry of ``engines``: the first and last batch it ran, the engine, why."""
+    _object(entry, where, "an object of batches, engine and reason")
+    batches = _list(entry.get("batches"), f"{where}.batches", "two batch ids")
+    if len(batches) != 2:
+        raise _BadField(f"{where}.batches", f"expected two batch ids, got {_shown(batches)}")
+    first = _integer(batches[0], f"{where}.batches", 0, last_batch)
+    _integer(batches[1], f"{where}.batches", first, last_batch)
+    if entry.get("engine") not in ("spark", "driver"):
+        raise _BadField(f"{where}.engine", f"expected \"spark\" or \"driver\", got "
+                                           f"{_shown(entry.get('engine'))}")
+    _text(entry.get("reason", ""), f"{where}.reason", empty=True)
 
 
 def _check_files_and_cuts(files: Any, cuts: Any) -> None:

@@ -4,6 +4,9 @@ JVM."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
+from functools import partial
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -21,19 +24,32 @@ class LazySpark:
         self._settings = settings
         self._session: SparkSession | None = None
         self._on_start = on_start
+        self._starting: Future[SparkSession] | None = None
 
     @property
     def started(self) -> bool:
         return self._session is not None
 
+    def start_in_background(self) -> None:
+        """Launch the JVM now, then make the session and run a one-task job (which starts the
+        Python workers) in a thread, while the command reads the catalog, pins the recording and
+        plans its batches; the first use of the session waits for it (and raises its error)."""
+        if self._session is None and self._starting is None:
+            get_spark(settings=self._settings, launch_only=True)  # (its stderr: this thread's)
+            self._starting = ThreadPoolExecutor(1, "reprise-spark-start").submit(self._warm)
+
+    def _warm(self) -> SparkSession:
+        spark = get_spark(settings=self._settings)
+        spark.sparkContext.parallelize([0], 1).foreach(lambda _: None)
+        return spark
+
     @property
     def session(self) -> SparkSession:
         if self._session is None:
-            if self._on_start is not None:
-                with self._on_start():
-                    self._session = get_spark(settings=self._settings)
-            else:
-                self._session = get_spark(settings=self._settings)
+            start = self._starting.result if self._starting is not None else \
+                partial(get_spark, settings=self._settings)
+            with self._on_start() if self._on_start is not None else nullcontext():
+                self._session = start()
         return self._session
 
     def shuffle_partitions(self) -> int | None:

@@ -13,14 +13,16 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from engine.errors import RepriseError
+from jobs.runtime import class_archive
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from jobs.runtime.delta_jars import project_jars
 from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
@@ -40,6 +42,15 @@ DELTA_CONF = {
 
 #: The driver's heap on every master: validation and the commits run there.
 DRIVER_MEMORY = "4g"
+#: SparkContexts this process started (see :func:`session_starts`).
+_STARTS = {"count": 0}
+
+
+def session_starts() -> int:
+    """How many times this process started a SparkContext: a process runs its replays (a
+    Dagster run's materialisations, ``reprise follow``'s continuations) on one session, so this
+    stays 1 after the first start."""
+    return _STARTS["count"]
 
 
 #: Spark's local masters (``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``, with
@@ -145,10 +156,13 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         paths = [EXECUTOR_PYTHONPATH, resolved.get("spark.executorEnv.PYTHONPATH", "")]
         resolved["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
             dict.fromkeys(p for p in paths if p))
+    options = resolved.get("spark.driver.extraJavaOptions", "")
+    if "Archive" not in options:  # (unless the conf makes or names a class archive itself)
+        options = f"{class_archive.java_option()} {options}".strip()
     if not settings.verbose:
-        options = resolved.get("spark.driver.extraJavaOptions", "")
-        resolved["spark.driver.extraJavaOptions"] = (
-            f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2} {options}".strip())
+        options = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2} {options}".strip()
+    if options:
+        resolved["spark.driver.extraJavaOptions"] = options
     if delta_jars_configured(resolved):
         for key, value in DELTA_CONF.items():
             resolved.setdefault(key, value)
@@ -156,8 +170,11 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              settings: Settings | None = None) -> SparkSession:
-    """Return the process's SparkSession, creating it from :func:`session_conf` if needed.
+              settings: Settings | None = None, launch_only: bool = False
+              ) -> SparkSession | None:
+    """Return the process's SparkSession, creating it from :func:`session_conf` if needed
+    (``launch_only``: only launch the driver JVM and its gateway, quietly, and return None; the
+    session is made by a later call, e.g. in another thread).
 
     The executors' Python is ``spark.pyspark.python`` when the conf names one, else (cluster
     masters) the driver's ``PYSPARK_PYTHON``, else the driver's interpreter path; PySpark hands
@@ -175,16 +192,27 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         builder = builder.config(key, value)
     log = jvm_log_path()
     start = log.stat().st_size if log.exists() else 0
+    fresh = SparkContext._active_spark_context is None
     try:
-        if settings.verbose:
-            spark = builder.getOrCreate()
-        else:
-            with jvm_stderr_quiet():
-                spark = builder.getOrCreate()
+        if SparkContext._gateway is None:  # the JVM, with its stderr in the log (unless verbose)
+            launch = SparkConf().setMaster(master).setAppName("reprise").setAll(
+                list(resolved.items()))
+            with nullcontext() if settings.verbose else jvm_stderr_quiet():
+                SparkContext._ensure_initialized(conf=launch)
+        if launch_only:
+            return None
+        spark = builder.getOrCreate()
+        if not settings.verbose:
             spark.sparkContext.setLogLevel("ERROR")
         if not is_local(spark.sparkContext.master):
             ship_code(spark)
     except PySparkRuntimeError as exc:  # the JVM exited at launch (a bad master or conf)
+        archive = class_archive.java_option()
+        if archive and archive in resolved.get("spark.driver.extraJavaOptions", ""):
+            with class_archive.left_out():  # (raises the same error if the archive was not it)
+                spark = get_spark(master, conf, settings, launch_only)
+            class_archive.discard()  # it started without: a damaged archive must not stay
+            return spark
         why = "" if settings.verbose else _jvm_failure(log, start)
         where = "above" if settings.verbose else f"in {log}"
         raise SparkStartError(
@@ -195,6 +223,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         if context is None or not context._jsc.sc().isStopped():
             raise
         raise unreachable(master, settings.verbose) from exc
+    _STARTS["count"] += fresh
     return spark
 
 

@@ -108,7 +108,7 @@ def test_every_setting_and_dagster_resource_field_is_in_the_settings_reference()
     text = (DOCS / "reference" / "settings.md").read_text()
     source = (PROJECT_ROOT / "jobs" / "settings.py").read_text()
     variables = set(re.findall(r"\bREPRISE_[A-Z_]+\b", source))
-    assert {"REPRISE_WAREHOUSE", "REPRISE_CATALOG", "REPRISE_LOCAL_EVENTS"} <= variables
+    assert {"REPRISE_WAREHOUSE", "REPRISE_CATALOG", "REPRISE_ENGINE"} <= variables
     rows = set(re.findall(r"^\| `(REPRISE_[A-Z_]+)` \|", text, re.M))
     assert variables <= rows, f"not documented: {sorted(variables - rows)}"
     for resource, cls in (("spark", SparkResource), ("warehouse", WarehouseResource)):

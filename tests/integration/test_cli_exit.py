@@ -42,9 +42,10 @@ def test_exit_status_and_error_line_pass_through_and_reading_tables_never_aborts
     assert statuses == [0] * 12
 
 
-def test_time_plans_replay_in_a_process_without_spark():
+def test_time_plans_replay_in_a_process_without_spark(monkeypatch):
     """A small replay runs in the command's process without a Spark session: its time plan is
     resolved without one (the shipped ``ads_10s`` cuts by 2 s of event time)."""
+    monkeypatch.setenv("REPRISE_ENGINE", "auto")  # (the estimate keeps it in the driver)
     warehouse = Path(tempfile.mkdtemp(prefix="reprise-time-"))
     assert reprise(warehouse, "generate", "ads", "--keys", "5", "--events", "400",
                    "--commits", "2").returncode == 0
@@ -65,7 +66,7 @@ def test_ctrl_c_during_a_spark_replay_is_one_line_and_the_run_resumes():
                    "--commits", "3").returncode == 0
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse),
-           "REPRISE_LOCAL_EVENTS": "0", "REPRISE_BATCHES_PER_JOB": "4"}
+           "REPRISE_ENGINE": "spark", "REPRISE_BATCHES_PER_JOB": "4"}
     args = [sys.executable, "-m", "jobs.cli.app", "replay", "vitals_hr_1m", "--plan", "rows:300",
             "--run-id", "interrupted"]
     with subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,

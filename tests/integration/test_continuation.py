@@ -82,18 +82,20 @@ def split(n: int, fractions: list[float]) -> list[int]:
     return [0, *sorted(int(f * n) for f in fractions), n]
 
 
+@pytest.mark.parametrize("engine", ["spark", "driver"])
 @pytest.mark.parametrize("query", list(SINGLE))
 @settings(max_examples=2, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(n=st.integers(1, 90), seed=st.integers(0, 10_000),
        fractions=st.lists(st.floats(0, 1), min_size=1, max_size=2),
        plan=st.sampled_from(PLANS))
-def test_continuing_commit_by_commit_equals_a_fresh_replay(spark, storage, query, n, seed,
-                                                           fractions, plan):
+def test_continuing_commit_by_commit_equals_a_fresh_replay(spark, storage, query, engine, n,
+                                                           seed, fractions, plan):
     root = Path(tempfile.mkdtemp(prefix="reprise-cont-"))
     small_catalog(root / "schemas")
     (root / "schemas" / "queries" / "ev_f.yaml").write_text(FINAL_QUERY)
-    replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"))
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"),
+                    engine=engine)
     table = events_table(np.random.default_rng(seed), n)
     bounds = split(n, fractions)
     commits = [{"ev": table.slice(a, b - a)} for a, b in itertools.pairwise(bounds)]
@@ -108,6 +110,7 @@ def time_ordered(table: pa.Table) -> pa.Table:
     return table.take(pc.sort_indices(table, [("ts", "ascending")]))
 
 
+@pytest.mark.parametrize("engine", ["spark", "driver"])
 @pytest.mark.parametrize("query", list(SPJ))
 @settings(max_examples=2, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
@@ -115,10 +118,10 @@ def time_ordered(table: pa.Table) -> pa.Table:
        fractions=st.lists(st.floats(0.05, 0.95), min_size=1, max_size=2),
        plan=st.sampled_from([None, "rows:7"]))
 def test_spj_continuation_appends_to_the_merged_input_and_equals_a_fresh_replay(
-        spark, storage, query, n, seed, fractions, plan):
+        spark, storage, query, engine, n, seed, fractions, plan):
     root = Path(tempfile.mkdtemp(prefix="reprise-cont-spj-"))
     catalog = spj_catalog(root / "schemas", allow_unbounded=True)
-    replay = Replay(spark, storage, Warehouse(root / "warehouse"), catalog)
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), catalog, engine=engine)
     rng = np.random.default_rng(seed)
     ev, lk = time_ordered(events_table(rng, n)), lookup_table(rng, max(2, n // 4))
     ts = np.concatenate([ev["ts"].cast(pa.int64()).to_numpy(), lk["ts"].cast(pa.int64())
@@ -193,18 +196,18 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
     assert_same_as_fresh(replay, "ev_w", run_id, None)
 
 
-@pytest.mark.parametrize(("local_events", "on_spark"), [(0, True), (20_000, False)])
-def test_local_events_zero_runs_a_continuation_on_spark_too(spark, storage, monkeypatch,
-                                                            local_events, on_spark):
-    # (before, a continuation's few new events always ran in the process, although the README
-    # says REPRISE_LOCAL_EVENTS=0 always uses Spark)
+@pytest.mark.parametrize(("engine", "on_spark"), [("spark", True), ("auto", False)])
+def test_engine_spark_runs_a_continuation_on_spark_too(spark, storage, monkeypatch, engine,
+                                                       on_spark):
+    """A continuation's few new events run in the driver by the estimate, even with a session
+    up (its start is paid), and on Spark when Spark is forced."""
     from jobs.runs import replay as replay_module
     from jobs.settings import Settings
 
     root = Path(tempfile.mkdtemp(prefix="reprise-cont-local-"))
     small_catalog(root / "schemas")
     replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"),
-                    settings=Settings(local_events=local_events))
+                    settings=Settings(engine=engine))
     table = events_table(np.random.default_rng(3), 40)
     continue_commit_by_commit(replay, "ev_w", None, [{"ev": table.slice(0, 30)}])
     used: list[bool] = []

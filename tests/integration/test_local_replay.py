@@ -23,7 +23,7 @@ def runners(spark, storage, n: int = 200) -> tuple[Replay, Replay, LazySpark]:
     replay = make_replay(spark, storage, n=n, commits=3, seed=8)
     lazy = LazySpark(Settings(spark_master="local[2]"))
     local = dataclasses.replace(replay, spark=lazy, storage=DeltaRsStorage(lazy),
-                                settings=Settings(local_events=1000))
+                                settings=Settings(), engine="auto")
     return replay, local, lazy
 
 

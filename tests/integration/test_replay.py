@@ -57,8 +57,11 @@ def make_replay(spark, storage, n: int, commits: int, seed: int) -> Replay:
 @given(n=st.integers(0, 120), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
        cuts=st.lists(st.lists(st.integers(0, 120), max_size=4), min_size=2, max_size=2),
        data=st.data())
-def test_replay_equals_reference_under_random_plans(spark, storage, n, commits, seed, cuts, data):
+@pytest.mark.parametrize("engine", ["spark", "driver"])
+def test_replay_equals_reference_under_random_plans(spark, storage, engine, n, commits, seed,
+                                                    cuts, data):
     replay = make_replay(spark, storage, n, commits, seed)
+    replay.engine = engine
     shared = data.draw(st.integers(0, n), label="shared cut")
     results, states = [], []
     for i, plan_cuts in enumerate(cuts):

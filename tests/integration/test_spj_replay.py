@@ -82,8 +82,11 @@ def final_synopsis(replay: Replay, run_id: str) -> bytes:
 @given(n=st.integers(1, 120), seed=st.integers(0, 10_000),
        cuts=st.lists(st.lists(st.integers(0, 150), max_size=5), min_size=2, max_size=2),
        query=st.sampled_from(["ev_join", "ev_distinct"]))
-def test_spj_replay_equals_reference_under_random_plans(spark, storage, n, seed, cuts, query):
+@pytest.mark.parametrize("engine", ["spark", "driver"])
+def test_spj_replay_equals_reference_under_random_plans(spark, storage, engine, n, seed, cuts,
+                                                        query):
     replay = make_replay(spark, storage, n, seed)
+    replay.engine = engine
     answers, synopses = [], []
     for i, plan_cuts in enumerate(cuts):
         info = replay.prepare(query, run_id=f"plan{i}")  # the merged input fixes the total

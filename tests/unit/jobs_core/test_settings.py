@@ -37,7 +37,8 @@ def test_every_variable_is_read():
     env = {variable(f.name): str(i + 1) for i, f in enumerate(dataclasses.fields(Settings))}
     flags = ("progress", "verbose")
     env.update({variable(f): "1" for f in flags})
-    env.update(REPRISE_DELTA_BACKEND="delta-rs", REPRISE_EXCHANGE="spark")  # (not defaults)
+    env.update(REPRISE_DELTA_BACKEND="delta-rs", REPRISE_EXCHANGE="spark",
+               REPRISE_ENGINE="driver")  # (not defaults)
     s = Settings.from_env(env)
     for f in dataclasses.fields(Settings):
         value = getattr(s, f.name)
@@ -63,8 +64,7 @@ def test_a_bad_batches_per_job_names_the_variable(value):
         Settings.from_env({"REPRISE_BATCHES_PER_JOB": value})
 
 
-@pytest.mark.parametrize("name", ["REPRISE_BATCHES_PER_JOB", "REPRISE_BUCKETS",
-                                  "REPRISE_LOCAL_EVENTS"])
+@pytest.mark.parametrize("name", ["REPRISE_BATCHES_PER_JOB", "REPRISE_BUCKETS"])
 @pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1.5"])
 def test_a_count_that_is_not_ascii_digits_is_a_settings_error(name, value):
     # str.isdigit() accepts '²' and '٣', which int() then refuses (a traceback before)
@@ -90,7 +90,8 @@ def test_an_unknown_backend_names_the_variable_or_the_option():
 
 
 @pytest.mark.parametrize(("name", "value"), [("REPRISE_DELTA_BACKEND", "bogus"),
-                                             ("REPRISE_EXCHANGE", "shuffle")])
+                                             ("REPRISE_EXCHANGE", "shuffle"),
+                                             ("REPRISE_ENGINE", "gpu")])
 def test_a_value_outside_its_choices_fails_when_the_settings_are_read(name, value):
     # (before, only the commands that used it noticed: `reprise runs` went on silently)
     with pytest.raises(SettingsError, match=f"^{name}: unknown value {value!r}; expected one of"):

@@ -167,7 +167,8 @@ def get(doc: Any, path: tuple) -> Any:
 def test_the_fuzz_damages_every_field(made):
     _, _, doc = made
     reached = {p[0] for p in paths(doc) if p}
-    assert set(REQUIRED) | {"segments", "sources", "exchange", "query_spec", "created"} <= reached
+    assert set(REQUIRED) | {"segments", "sources", "exchange", "query_spec", "created",
+                            "engines"} <= reached
 
 
 @settings(max_examples=80, derandomize=True, database=None)
@@ -208,6 +209,9 @@ INCONSISTENT = [
     (_set(("exchange",), "carrier-pigeon"), "exchange"),
     (_set(("created",), "2026-01-01T00:00:00"), "created"),  # (no time zone)
     (_set(("buckets",), 0), "buckets"),
+    (_set(("engines", 0, "engine"), "gpu"), "engines[0].engine"),
+    (_set(("engines", 0, "batches"), [1, 0]), "engines[0].batches"),
+    (_set(("engines", 0, "batches"), [0, 99]), "engines[0].batches"),
     (_set(("buckets",), 10_001), "buckets"),
     (_set(("files", 1, "offset"), 61), "files[1].offset"),
     (_set(("cuts",), [0]), "cuts"),

@@ -1,0 +1,137 @@
+"""Where a replay's bucket tasks run: in a Spark job, or one after the other in the driver process.
+
+``REPRISE_ENGINE`` (or ``reprise replay --engine``) is ``spark``, ``driver`` or ``auto``. With
+``auto`` each batch group is run where the run's own estimate says it ends sooner, from the
+events left to run (the group's first event to the end of the run), the query family's work per
+event (:meth:`engine.family.QueryFamily.step_work`), the buckets Spark runs at once (a run has
+as many buckets as the session's or the cluster's cores, see
+:func:`jobs.runtime.parallelism.bucket_count`) and whether a Spark session is up already:
+
+- driver: ``events * (EVENT_IO_US + work per event) / 1e6`` seconds;
+- Spark: the same work times :data:`SPARK_OVERHEAD`, spread over the buckets, plus
+  :data:`SPARK_JOB_S` per job, plus :data:`SPARK_START_S` when no session is up yet.
+
+The constants are measured on a quiet 2-core machine (docs/operations/performance.md). A run
+on the ``spark`` exchange (Spark reads and shuffles the events, e.g. for derived columns the
+workers cannot compute) runs on Spark whatever the setting. The outputs do not depend on the
+engine: the same bucket tasks run, in the same order, from the same plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from engine.sharing.cost import EVENT_US
+from engine.sharing.stats import Statistics
+from jobs.runs.run_context import RunContext
+from jobs.runs.run_info import ReplayError, RunInfo
+from jobs.runtime.lazy_session import not_started
+from jobs.settings import ENGINES
+
+#: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s.
+SPARK_START_S = 3.0
+#: One Spark job's scheduling, task launches and results, s.
+SPARK_JOB_S = 0.15
+#: An event's work besides its operator step: read, bucketed, its output written (µs).
+EVENT_IO_US = 0.7
+#: An event's cost in a Spark task over its cost in the driver (the events and results cross
+#: from the JVM to the Python workers and back).
+SPARK_OVERHEAD = 1.5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run has left to do, as the choice sees it."""
+
+    events: int
+    #: The operator's estimated work over those events (µs).
+    work_us: float
+    #: Spark jobs left (batch groups).
+    jobs: int
+    #: Bucket tasks Spark runs at once.
+    parallel: int
+    spark_up: bool
+
+    def driver_s(self) -> float:
+        """Estimated seconds in the driver process (one bucket after the other)."""
+        return (self.events * EVENT_IO_US + self.work_us) / 1e6
+
+    def spark_s(self) -> float:
+        """Estimated seconds on Spark, its start included when no session is up."""
+        return ((0.0 if self.spark_up else SPARK_START_S) + self.jobs * SPARK_JOB_S
+                + self.driver_s() * SPARK_OVERHEAD / max(1, self.parallel))
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Where a batch group runs (``spark`` or ``driver``) and why, in a few words."""
+
+    engine: str
+    reason: str
+
+
+def choose(setting: str, exchange: str, estimate: Estimate) -> EngineChoice:
+    """The engine of a batch group: the ``setting`` (``auto``, ``spark`` or ``driver``), Spark on
+    the ``spark`` exchange, else the one ``estimate`` says ends sooner."""
+    if setting not in ENGINES:
+        raise ReplayError(f"unknown engine {setting!r} (REPRISE_ENGINE or --engine): use "
+                          f"{', '.join(ENGINES)}")
+    if exchange != "direct":
+        if setting == "driver":
+            raise ReplayError("engine driver: this run uses the spark exchange (REPRISE_EXCHANGE,"
+                              " or derived columns the workers cannot compute), which needs "
+                              "Spark; use --engine auto or spark")
+        return EngineChoice("spark", "spark exchange")
+    if setting != "auto":
+        return EngineChoice(setting, "forced")
+    driver, spark = estimate.driver_s(), estimate.spark_s()
+    engine = "spark" if spark < driver else "driver"
+    return EngineChoice(engine, f"estimate: driver {driver:.2f} s, spark {spark:.2f} s"
+                        + ("" if estimate.spark_up else " with its start"))
+
+
+def estimate(info: RunInfo, ctx: RunContext, first: int, batches_per_job: int,
+             spark_up: bool) -> Estimate:
+    """The estimate of the batches of ``info`` from ``first`` to the end of the run, in jobs of
+    ``batches_per_job`` batches; ``spark_up``: a Spark session is up already."""
+    lo = info.cuts[first] if first < info.batches else info.total
+    events = info.total - lo
+    if ctx.family.single_input:
+        view = ctx.family.sharing_view(ctx.query, ctx.recordings)
+        step = ctx.family.step_work(view, float(events), Statistics(rows=events))
+        work_us = step.events + step.output
+    else:  # (a merged input: every event enters the operator)
+        work_us = events * EVENT_US
+    return Estimate(events=events, work_us=work_us,
+                    jobs=max(1, ceil((info.batches - first) / max(1, batches_per_job))),
+                    parallel=info.buckets, spark_up=spark_up)
+
+
+def engine_for(setting: str, spark: object, info: RunInfo, ctx: RunContext, first: int,
+               batches_per_job: int) -> EngineChoice:
+    """Where the batch group of ``info`` starting at batch ``first`` runs, by ``setting``;
+    ``spark``: the replay's session (a :class:`~jobs.runtime.lazy_session.LazySpark` not
+    started yet is not up)."""
+    return choose(setting, info.exchange,
+                  estimate(info, ctx, first, batches_per_job, not_started(spark) is None))
+
+
+def note_engine(info: RunInfo, group: list[int], choice: EngineChoice) -> None:
+    """Record in ``info.engines`` that ``choice`` ran ``group`` (a group that follows one run
+    the same way extends its entry)."""
+    last = info.engines[-1] if info.engines else None
+    if last and last["engine"] == choice.engine and last["batches"][1] + 1 == group[0]:
+        last["batches"][1] = group[-1]
+    else:
+        info.engines.append({"batches": [group[0], group[-1]], "engine": choice.engine,
+                             "reason": choice.reason})
+
+
+def engines_summary(info: RunInfo) -> str:
+    """Which engine ran which batches, e.g. ``driver`` or ``driver 0-31, spark 32-64``."""
+    if not info.engines:
+        return ""
+    if len(info.engines) == 1:
+        return info.engines[0]["engine"]
+    return ", ".join(f"{e['engine']} {e['batches'][0]}-{e['batches'][1]}" for e in info.engines)

@@ -1,0 +1,67 @@
+"""Where a replay's batch groups run: the estimate's laws, forcing, and what run.json records."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.runs.engine_choice import (
+    EngineChoice,
+    Estimate,
+    choose,
+    engines_summary,
+    note_engine,
+)
+from jobs.runs.run_info import ReplayError, RunInfo
+
+
+def estimate(events: int, parallel: int = 2, spark_up: bool = False, jobs: int = 1) -> Estimate:
+    return Estimate(events=events, work_us=0.3 * events, jobs=jobs, parallel=parallel,
+                    spark_up=spark_up)
+
+
+def test_a_small_run_stays_in_the_driver_and_a_large_one_on_many_cores_goes_to_spark():
+    assert choose("auto", "direct", estimate(1_000)).engine == "driver"
+    assert choose("auto", "direct", estimate(100_000_000, parallel=32)).engine == "spark"
+
+
+@given(events=st.integers(0, 10**9), parallel=st.integers(1, 512), jobs=st.integers(1, 1000))
+def test_spark_up_and_more_cores_never_turn_a_spark_choice_into_the_driver(events, parallel,
+                                                                          jobs):
+    cold = choose("auto", "direct", estimate(events, parallel, False, jobs)).engine
+    warm = choose("auto", "direct", estimate(events, parallel, True, jobs)).engine
+    wider = choose("auto", "direct", estimate(events, parallel * 2, False, jobs)).engine
+    if cold == "spark":
+        assert warm == wider == "spark"
+
+
+@given(events=st.integers(0, 10**9), spark_up=st.booleans())
+def test_a_forced_engine_is_taken_whatever_the_estimate(events, spark_up):
+    for engine in ("spark", "driver"):
+        assert choose(engine, "direct", estimate(events, spark_up=spark_up)).engine == engine
+
+
+def test_the_spark_exchange_runs_on_spark_and_cannot_be_forced_into_the_driver():
+    assert choose("auto", "spark", estimate(10)).engine == "spark"
+    with pytest.raises(ReplayError, match="spark exchange"):
+        choose("driver", "spark", estimate(10))
+    with pytest.raises(ReplayError, match="unknown engine 'gpu'"):
+        choose("gpu", "direct", estimate(10))
+
+
+def run_info(engines: list[dict] | None = None) -> RunInfo:
+    return RunInfo(run_id="r", query="q", fingerprint="f", recording="rec", input_path="p",
+                   input_version=0, plan="commit", cuts=[0, 5, 10, 10], files=[], buckets=2,
+                   operator="op@1", engines=engines or [])
+
+
+def test_groups_run_the_same_way_one_after_the_other_make_one_entry():
+    info = run_info()
+    note_engine(info, [0], EngineChoice("driver", "estimate"))
+    note_engine(info, [1], EngineChoice("driver", "estimate"))
+    assert engines_summary(info) == "driver"
+    note_engine(info, [2, 3], EngineChoice("spark", "forced"))
+    assert info.engines == [{"batches": [0, 1], "engine": "driver", "reason": "estimate"},
+                            {"batches": [2, 3], "engine": "spark", "reason": "forced"}]
+    assert engines_summary(info) == "driver 0-1, spark 2-3"
