@@ -107,9 +107,8 @@ def storage(spark):
 NO_JARS = "Delta jars not loaded (make jars; see jobs/runtime/delta_jars.py): delta-spark skipped"
 #: Why a test marked ``keeps_staged_names`` is expected to fail on delta-spark.
 KEEPS_NAMES = ("delta-spark's commit_files rewrites the staged files through a Spark write (new "
-               "names, no bucket number, rows regrouped), so a run whose state outlives one Spark "
-               "job fails with 'state file ... does not carry a bucket number', and a recording's "
-               "files lose their arrival order")
+               "names, no bucket number), so a run whose state outlives one Spark job fails with "
+               "'state file ... does not carry a bucket number'")
 
 
 @pytest.fixture(params=["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_spark)])
