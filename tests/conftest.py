@@ -121,7 +121,7 @@ def backend_storage(request, spark, monkeypatch):
     if request.param == "delta-spark" and not delta_jars_loadable(spark):
         pytest.skip(NO_JARS)
     if request.param == "delta-spark" and request.node.get_closest_marker("keeps_staged_names"):
-        request.applymarker(pytest.mark.xfail(reason=KEEPS_NAMES, strict=False))
+        request.applymarker(pytest.mark.xfail(reason=KEEPS_NAMES, run=False))
     monkeypatch.setenv("REPRISE_DELTA_BACKEND", request.param)
     return open_storage(spark, request.param)
 
