@@ -91,7 +91,7 @@ def project(root: Path, queries: dict[str, str], storage, table: pa.Table, commi
     write_commits(storage, warehouse.recording("ev"), table, commits)
     lazy = LazySpark(Settings(spark_master="local[2]"))
     return Replay(lazy, DeltaRsStorage(lazy), warehouse, load_catalog(root / "schemas"),
-                  settings=Settings(local_events=100_000))
+                  settings=Settings(engine="driver"))
 
 
 # -- the independent computation ----------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_a_spark_run_and_a_driver_run_of_one_query_are_equal(spark, storage, tmp
     runner = project(tmp_path, {"qa": qre_query("qa"), "qb": qre_query("qb")}, storage,
                      recording(5, 80), 2)
     on_spark = dataclasses.replace(runner, spark=spark, storage=storage,
-                                   settings=Settings(local_events=0))
+                                   settings=Settings(engine="spark"))
     info = on_spark.prepare("qa", plan="rows:20")
     on_spark.run(info)
     a, b = resolve_sides(runner, info.run_id, "qb", lambda line: None)
