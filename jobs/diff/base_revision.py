@@ -60,9 +60,7 @@ def base_runner(runner: Replay, revision: str, query: QuerySpec) -> tuple[Replay
         raise DiffError(f"{where}: defines query {base.name!r}, not {query.name!r}")
     catalog = dataclasses.replace(runner.catalog,
                                   queries={**runner.catalog.queries, query.name: base})
-    copy = dataclasses.replace(runner, catalog=catalog)
-    copy.share_manifests(runner)
-    return copy, base
+    return dataclasses.replace(runner, catalog=catalog), base
 
 
 def resolve_base(runner: Replay, name: str, revision: str, log: Callable[[str], None]
