@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import dagster as dg
+from helpers import vitals_only_catalog
 
 from jobs.recordings.store import generate_recording
 from orchestration.definitions import build_definitions
 
-ROOT = Path(__file__).resolve().parents[2]
 REPLAY = dg.AssetKey(["replays", "vitals_hr_1m"])
 
-
-def vitals_only_catalog(tmp_path: Path) -> Path:
-    """The sample catalog with one query (``vitals_hr_1m``), to keep the test small."""
-    schemas = tmp_path / "schemas"
-    shutil.copytree(ROOT / "schemas", schemas)
-    for query in (schemas / "queries").glob("*.yaml"):
-        if query.stem != "vitals_hr_1m":
-            query.unlink()
-    return schemas
 
 
 def test_sensor_run_continues_the_replay_and_its_checks_pass(spark, storage, catalog, warehouse,

@@ -5,7 +5,6 @@ replay stale."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -13,24 +12,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster._core.definitions.data_version import StaleCauseCategory, StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
+from helpers import vitals_only_catalog
 
 from jobs.recordings.store import generate_recording
 from orchestration.definitions import build_definitions
 
-ROOT = Path(__file__).resolve().parents[2]
 VITALS = dg.AssetKey(["recordings", "vitals"])
 REPLAY = dg.AssetKey(["replays", "vitals_hr_1m"])
 REPORT = dg.AssetKey(["report"])
 
-
-def vitals_only_catalog(tmp_path: Path) -> Path:
-    """The sample catalog with one query (``vitals_hr_1m``)."""
-    schemas = tmp_path / "schemas"
-    shutil.copytree(ROOT / "schemas", schemas)
-    for query in (schemas / "queries").glob("*.yaml"):
-        if query.stem != "vitals_hr_1m":
-            query.unlink()
-    return schemas
 
 
 @dg.asset(key=REPORT, deps=[REPLAY], code_version="1")

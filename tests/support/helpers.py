@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -137,3 +138,13 @@ def write_commits(storage, path: str, table: pa.Table, commits: int) -> None:
     bounds = np.linspace(0, table.num_rows, commits + 1).astype(int)
     for a, b in itertools.pairwise(bounds):
         storage.write(table.slice(a, b - a), path, mode="append")
+
+
+def vitals_only_catalog(tmp_path: Path) -> Path:
+    """The sample catalog with one query (``vitals_hr_1m``), to keep a test small."""
+    schemas = tmp_path / "schemas"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "schemas", schemas)
+    for query in (schemas / "queries").glob("*.yaml"):
+        if query.stem != "vitals_hr_1m":
+            query.unlink()
+    return schemas
