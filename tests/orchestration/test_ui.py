@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -45,6 +44,11 @@ STATUS = """
 query($runId: ID!) { runOrError(runId: $runId) { ... on Run { status } } }"""
 LOCATIONS = """
 { workspaceOrError { ... on Workspace { locationEntries { name } } } }"""
+CHECKS = """
+query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+  assetChecksOrError { ... on AssetChecks { checks {
+    name executionForLatestMaterialization { status } } } } } } }"""
+REPLAY_KEY = {"path": ["replays", "vitals_hr_1m"]}
 
 
 def free_port() -> int:
@@ -93,19 +97,23 @@ def webserver(storage, catalog, warehouse, tmp_path):
         log.close()
 
 
-def launch_and_wait(port: int) -> str:
-    """Launch the vitals replay (with its checks) over GraphQL; returns the final run status."""
+def replay_checks(port: int) -> dict[str, str | None]:
+    """The replay asset's checks: name -> status of its execution for the latest materialisation."""
+    node = graphql(port, CHECKS, {"key": REPLAY_KEY})["assetNodeOrError"]
+    return {c["name"]: (c["executionForLatestMaterialization"] or {}).get("status")
+            for c in node["assetChecksOrError"]["checks"]}
+
+
+def launch_and_wait(port: int, checks: list[str]) -> str:
+    """Launch the vitals replay with the given checks over GraphQL; returns the final run status."""
     (location,) = [e["name"] for e in graphql(port, LOCATIONS)["workspaceOrError"]
                    ["locationEntries"]]
     params = {"selector": {
         "repositoryLocationName": location, "repositoryName": "__repository__",
         "jobName": "replay_all",
         "assetSelection": [{"path": ["recordings", "vitals"]},
-                           {"path": ["replays", "vitals_hr_1m"]}],
-        "assetCheckSelection": [
-            {"assetKey": {"path": ["replays", "vitals_hr_1m"]}, "name": check}
-            for check in ("matches_reference", "quality", "manifest_reconciles",
-                          "equals_standalone")]},
+                           REPLAY_KEY],
+        "assetCheckSelection": [{"assetKey": REPLAY_KEY, "name": check} for check in checks]},
         "runConfigData": {}}
     launched = graphql(port, LAUNCH, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
@@ -128,7 +136,10 @@ def dismiss_welcome(page) -> None:
 
 def test_asset_graph_in_browser_and_run_launched_over_graphql(webserver, tmp_path):
     port = webserver
-    assert launch_and_wait(port) == "SUCCESS"
+    checks = sorted(replay_checks(port))
+    assert {"matches_reference", "quality", "manifest_reconciles"} <= set(checks)
+    assert launch_and_wait(port, checks) == "SUCCESS"
+    assert replay_checks(port) == dict.fromkeys(checks, "SUCCEEDED")
     shot = tmp_path / "asset-graph.png"
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -142,7 +153,7 @@ def test_asset_graph_in_browser_and_run_launched_over_graphql(webserver, tmp_pat
         dismiss_welcome(page)
         for name in ("vitals", "vitals_hr_1m"):  # the recording asset and its replay asset
             page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
-        page.get_by_text(re.compile(r"\d+ / \d+ Passed")).first.wait_for(timeout=60_000)
+        page.get_by_text(f"{len(checks)} / {len(checks)} Passed").first.wait_for(timeout=60_000)
         page.screenshot(path=str(shot))
         browser.close()
     assert shot.stat().st_size > 10_000
