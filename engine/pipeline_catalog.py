@@ -2,8 +2,9 @@
 when the catalog loads.
 
 The upstream's output rows are the stage's events: their columns (those of a catalog type) are
-the stage's input columns, its family says the default key and event-time columns and the
-emission order (:meth:`engine.family.QueryFamily.output_stream`). Only final rows flow: an
+the stage's input columns (but ``arrival_seq``: the stage numbers its events anew), its family
+says the default key and event-time columns and the emission order
+(:meth:`engine.family.QueryFamily.output_stream`). Only final rows flow: an
 upstream whose rows can be superseded is refused. A stage over a stateful upstream (a window, a
 QRE) keeps the upstream's key: the rows of one key come in an order no batch plan changes, while
 the interleaving of keys depends on where batches are cut.
@@ -17,6 +18,10 @@ import pyarrow as pa
 
 from .registry import family_of
 from .specs import COLUMN_TYPES, CatalogError, QuerySpec, RecordingSpec, Upstream, check_fields
+
+#: Output columns a stage does not read: it numbers its events anew (its own ``arrival_seq``,
+#: the column of its late and quarantine tables, with their ``reason``).
+RENUMBERED = ("arrival_seq", "reason", "batch")
 
 
 class UpstreamCycle(Exception):
@@ -66,7 +71,8 @@ def upstream_of(value: dict, recordings: dict[str, RecordingSpec], source: str,
         raise CatalogError(source, "input", f"query {wanted!r} failed to load: {exc}") from None
     if isinstance(stream, str):
         raise CatalogError(source, "input", f"query {wanted!r} cannot be read: {stream}")
-    columns = {f.name: t for f in schema if (t := catalog_type(f.type)) is not None}
+    columns = {f.name: t for f in schema
+               if (t := catalog_type(f.type)) is not None and f.name not in RENUMBERED}
     spec = RecordingSpec(name=wanted, columns=columns, key=stream.key or "",
                          time=stream.time or "", source=found.source)
     return Upstream(query=found, stream=spec, order=stream.order,

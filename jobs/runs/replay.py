@@ -40,6 +40,7 @@ from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
+from jobs.runs.pipeline_stage import prepare_stage
 from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
@@ -100,6 +101,8 @@ class Replay:
         if run_id is not None:
             check_name("run id", run_id)  # before reading anything ('' too: no default)
         ctx = self.context(query_name)
+        if ctx.query.upstream is not None:  # a pipeline stage: its upstream's run first
+            return prepare_stage(self, ctx, plan, run_id, version, _default_run_id)
         query, recording, op = ctx.query, ctx.recording, ctx.operator
         sources = self.pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan is not None else query.batch
@@ -163,6 +166,8 @@ class Replay:
 
     def pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:
         """The version of each input recording the run reads (the latest unless ``version``)."""
+        if query.upstream is not None:  # a pipeline stage: its first stage's recording
+            return self.pin_sources(query.upstream.query, version)
         if version is not None and len(query.inputs) > 1:
             raise ReplayError(f"query {query.name!r} reads {len(query.inputs)} recordings; "
                               "a single --version cannot pin them")
