@@ -88,6 +88,9 @@ def check_upstream_fields(upstream: Upstream, doc: dict, source: str) -> None:
             raise CatalogError(source, fieldname, f"is required: the output of query "
                                f"{stream.name!r} has no default {fieldname} column (columns: "
                                f"{', '.join(stream.columns)})")
+    if "batch" in doc:
+        raise CatalogError(source, "batch", "a pipeline stage is cut where its upstream's "
+                           "batches end: set batch: on the first query of the chain")
     key = doc.get("key", stream.key)
     if upstream.keyed and key != stream.key:
         raise CatalogError(source, "key", f"must be {stream.key!r}, the key of query "

@@ -123,6 +123,15 @@ class QuerySpec:
         query's name."""
         return next(iter(self.inputs.values()))
 
+    @property
+    def chain(self) -> list[QuerySpec]:
+        """The stages of the query's pipeline: the one that reads a recording first, this
+        query last (this query alone when it reads recordings)."""
+        chain = [self]
+        while chain[0].upstream is not None:
+            chain.insert(0, chain[0].upstream.query)
+        return chain
+
     def input_stream(self, recordings: dict[str, RecordingSpec]) -> RecordingSpec:
         """What the single-input query reads, before its derived columns: its recording, or
         its upstream query's output (``recordings``: the catalog's)."""

@@ -56,14 +56,6 @@ class Replay(Protocol):
 UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
 
 
-def chain_of(query: QuerySpec) -> list[QuerySpec]:
-    """The stages of ``query``'s pipeline, the one reading a recording first, ``query`` last."""
-    chain = [query]
-    while chain[0].upstream is not None:
-        chain.insert(0, chain[0].upstream.query)
-    return chain
-
-
 def prepare_stage(replay: Replay, ctx: RunContext, plan: str | None, run_id: str | None,
                   version: int | None,
                   make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
@@ -71,10 +63,19 @@ def prepare_stage(replay: Replay, ctx: RunContext, plan: str | None, run_id: str
     """Replay the upstream of the stage ``ctx`` (reusing its completed run), then make (or
     load) the stage's run over the upstream run's output; ``make_id(query, sources, spec, fp)``
     is the default run id."""
+    assert ctx.query.upstream is not None
+    upstream = replay.prepare(ctx.query.upstream.query.name, plan, None, version)
+    replay.run(upstream)
+    return stage_over(replay, ctx, upstream, run_id, make_id)
+
+
+def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str | None,
+               make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
+               ) -> RunInfo:
+    """Make (or load) the run of the stage ``ctx`` over the complete run ``upstream`` of its
+    upstream query (see :func:`prepare_stage`)."""
     query = ctx.query
     assert query.upstream is not None
-    upstream = replay.prepare(query.upstream.query.name, plan, None, version)
-    replay.run(upstream)
     spec = plans.parse_plan(upstream.plan)
     fp = fingerprint(query, ctx.operator)
     if run_id is None:
@@ -86,10 +87,14 @@ def prepare_stage(replay: Replay, ctx: RunContext, plan: str | None, run_id: str
             raise ReplayError(f"run {run_id!r} was made by a different query definition "
                               f"({info.query}, fingerprint {info.fingerprint}); choose "
                               "another --run-id")
-        if upstream_run(replay, info) != upstream.run_id:
-            raise ReplayError(f"run {run_id!r} reads run {upstream_run(replay, info)!r} of "
-                              f"query {query.upstream.query.name!r}, not {upstream.run_id!r}; "
-                              "choose another --run-id")
+        read = upstream_read(replay, info)
+        now = (upstream.run_id,
+               replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output")))
+        if read != now:
+            raise ReplayError(f"run {run_id!r} read run {read[0]!r} of query "
+                              f"{query.upstream.query.name!r} at output version {read[1]}, "
+                              f"not run {now[0]!r} at version {now[1]}; choose another "
+                              "--run-id")
         return info
     input_path = replay.warehouse.run_table(run_id, "input")
     pinned = write_stage_input(replay, query, upstream, input_path, run_id)
@@ -148,14 +153,20 @@ def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, targe
     return storage.version(target)
 
 
-def upstream_run(replay: Replay, info: RunInfo) -> str | None:
-    """The upstream run a stage's run reads (None: the run reads a recording)."""
+def upstream_read(replay: Replay, info: RunInfo) -> tuple[str | None, int | None]:
+    """The upstream run a stage's run reads and the version of its output table that was read
+    ((None, None): the run reads a recording)."""
     storage = replay.storage
     if not info.input_path.endswith("/input") or not storage.exists(info.input_path):
-        return None
+        return None, None
     for entry in storage.history(info.input_path):
-        found = storage.commit_metadata(entry).get(UPSTREAM_RUN)
-        if found is not None:
-            return found
-    return None
+        meta = storage.commit_metadata(entry)
+        if UPSTREAM_RUN in meta:
+            return meta[UPSTREAM_RUN], int(meta[UPSTREAM_OUTPUT])
+    return None, None
+
+
+def upstream_run(replay: Replay, info: RunInfo) -> str | None:
+    """The upstream run a stage's run reads (None: the run reads a recording)."""
+    return upstream_read(replay, info)[0]
 

@@ -52,7 +52,7 @@ from jobs.warehouse import Warehouse
 from jobs.warehouse_names import check_name
 
 
-def _default_run_id(query: str, sources: dict[str, int], spec: BatchSpec, fp: str) -> str:
+def run_id_of(query: str, sources: dict[str, int], spec: BatchSpec, fp: str) -> str:
     """A run's default id: the query, the pinned versions, the plan, the definition's hash."""
     pinned = ".".join(str(v) for v in sources.values())
     return f"{query}-v{pinned}-{spec.describe().replace(':', '').replace(',', '-')}-{fp[:6]}"
@@ -102,13 +102,13 @@ class Replay:
             check_name("run id", run_id)  # before reading anything ('' too: no default)
         ctx = self.context(query_name)
         if ctx.query.upstream is not None:  # a pipeline stage: its upstream's run first
-            return prepare_stage(self, ctx, plan, run_id, version, _default_run_id)
+            return prepare_stage(self, ctx, plan, run_id, version, run_id_of)
         query, recording, op = ctx.query, ctx.recording, ctx.operator
         sources = self.pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan is not None else query.batch
         fp = fingerprint(query, op)
         if run_id is None:
-            run_id = _default_run_id(query.name, sources, spec, fp)
+            run_id = run_id_of(query.name, sources, spec, fp)
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
             info = load_run_file(run_file)
@@ -150,8 +150,8 @@ class Replay:
         """The id :meth:`prepare` gives a new run of ``query_name`` at the recordings' latest
         versions when no ``run_id`` is given."""
         ctx = self.context(query_name)
-        spec = plans.parse_plan(plan) if plan is not None else ctx.query.batch
-        return _default_run_id(query_name, self.pin_sources(ctx.query, None), spec,
+        spec = plans.parse_plan(plan) if plan is not None else ctx.query.chain[0].batch
+        return run_id_of(query_name, self.pin_sources(ctx.query, None), spec,
                                fingerprint(ctx.query, ctx.operator))
 
     def context(self, query_name: str) -> RunContext:

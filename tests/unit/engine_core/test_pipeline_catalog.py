@@ -115,6 +115,7 @@ def test_a_chain_of_three_loads_whatever_the_file_order(schemas):
     (HOURLY + "time: ts\n", "time", "'ts' is not a timestamp column of the output of query "
      "'minutes'"),
     (HOURLY + "where: spo2 < 90\n", "where", "spo2"),
+    (HOURLY + "batch: {by: commit}\n", "batch", "first query of the chain"),
     (HOURLY + "derive: {x: {sql: 'spo2 + 1', type: int}}\n", "derive.x.sql", "spo2"),
 ])
 def test_bad_pipeline_fields_name_the_file_and_field(schemas, text, field, problem):
