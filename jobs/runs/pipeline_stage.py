@@ -170,3 +170,26 @@ def upstream_run(replay: Replay, info: RunInfo) -> str | None:
     """The upstream run a stage's run reads (None: the run reads a recording)."""
     return upstream_read(replay, info)[0]
 
+
+
+def chain_plan(query: QuerySpec) -> dict:
+    """``reprise plan STAGE --json``: the stages of ``query``'s chain in the order they run,
+    what each reads (with key and event-time columns) and whether it runs fused with its
+    upstream (never: each stage runs after its upstream, over its run's input table)."""
+    stages = [{"query": q.name, "kind": q.kind, "reads": q.input,
+               "reads_kind": "recording" if q.upstream is None else "query",
+               "key": q.key, "time": q.time, "fused_with_upstream": False}
+              for q in query.chain]
+    return {"query": query.name, "stages": stages, "fused": []}
+
+
+def chain_plan_text(plan: dict) -> list[str]:
+    """The lines of ``reprise plan STAGE``."""
+    lines = [f"pipeline of {plan['query']}: {len(plan['stages'])} stages, run in this order"]
+    for number, stage in enumerate(plan["stages"], 1):
+        reads = f"{stage['reads_kind']} {stage['reads']}"
+        how = ("" if stage["reads_kind"] == "recording" else
+               "; not fused: runs after its upstream's run, over its own run's input table")
+        lines.append(f"  {number}. {stage['query']} ({stage['kind']}) reads {reads}, key "
+                     f"{stage['key']}, time {stage['time']}{how}")
+    return lines

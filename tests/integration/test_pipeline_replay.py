@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 from helpers import events_table, small_catalog, write_commits
 
 from engine.catalog import load_catalog
@@ -71,7 +72,8 @@ def test_a_chain_replays_stage_by_stage_reuses_upstreams_and_validates(spark, st
         assert window is not None and window.startswith("ev_w-v3-")
         for run_id in (window, alert, info.run_id):
             report = validate_run(replay, catalog, run_id)
-            assert report.ok, (run_id, report.diff, report.late_mismatch)
+            assert report.ok, (run_id, report.diff, report.late_mismatch, report.chain)
+            assert (report.chain is None) == (run_id == window)
             assert reconcile_run(replay, run_id).ok
         # downstream batch b reads what upstream batch b emitted (its manifest's rows_out)
         for upstream, downstream in ((window, alert), (alert, info.run_id)):
@@ -100,3 +102,27 @@ def replay_info(warehouse: Warehouse, run_id: str | None) -> RunInfo:
 def unnumbered(rows: list[tuple]) -> list[tuple]:
     """``rows`` without ``arrival_seq`` (it numbers the stream a stage reads)."""
     return sorted((tuple(v for v in r if v[0] != "arrival_seq") for r in rows), key=repr)
+
+
+def test_validate_of_a_stage_says_when_the_fault_is_upstream(spark, storage):
+    """An upstream run whose output was tampered with: the stage over it equals its own
+    reference over that output, but not the composed reference over the recording."""
+    root = Path(tempfile.mkdtemp(prefix="reprise-pipeline-fault-"))
+    catalog = pipeline_catalog(root / "schemas")
+    warehouse = Warehouse(root / "warehouse")
+    write_commits(storage, warehouse.recording("ev"), events_table(np.random.default_rng(8),
+                                                                   300), 3)
+    replay = Replay(spark, storage, warehouse, catalog)
+    upstream = replay.prepare("ev_w")
+    replay.run(upstream)
+    path = warehouse.run_table(upstream.run_id, "output")
+    output = storage.read_arrow(path)
+    tampered = output.set_column(output.schema.get_field_index("hi"), "hi",
+                                 pc.add(output.column("hi"), 1))
+    storage.write(tampered, path, mode="overwrite")
+    info = replay.prepare("ev_w_max")
+    replay.run(info)
+    report = validate_run(replay, catalog, info.run_id)
+    assert report.diff.ok and not report.late_mismatch and report.reconciles
+    assert report.chain is not None and report.chain.missing and report.chain.extra
+    assert not report.ok
