@@ -10,9 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
 from engine.specs import CatalogError
+from jobs.cli.app import app
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 
@@ -167,3 +169,17 @@ def test_spj_reads_recordings_only(schemas):
                    "key: campaign_id\ntime: campaign_id\nquery: {columns: [campaign_id]}\n")
     err = error(schemas, "over_spj")
     assert err.field == "input" and "cannot be read" in err.problem
+
+
+@pytest.mark.parametrize("command", [["replay", "hourly"], ["plan", "hourly"],
+                                     ["replay", "alert", "--continue"]])
+def test_the_cli_reports_a_pipeline_error_on_one_line_and_writes_nothing(schemas, tmp_path,
+                                                                         command):
+    write(schemas, MINUTES.replace("input: vitals", "input: {query: alert}"))
+    warehouse = tmp_path / "warehouse"
+    done = CliRunner().invoke(app, [*command, "--catalog", str(schemas), "--warehouse",
+                                    str(warehouse)])
+    assert done.exit_code == 1, done.output
+    (line,) = done.output.strip().splitlines()
+    assert "field 'input'" in line and "cycle" in line and "queries/" in line
+    assert not warehouse.exists() or not any(warehouse.rglob("*"))
