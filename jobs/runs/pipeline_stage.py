@@ -15,6 +15,7 @@ output that was read (``reprise.upstream_output``).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable
 from dataclasses import asdict
@@ -79,7 +80,7 @@ def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str |
     spec = plans.parse_plan(upstream.plan)
     fp = fingerprint(query, ctx.operator)
     if run_id is None:
-        run_id = make_id(query.name, upstream.sources, spec, fp)
+        run_id = make_id(query.name, upstream.sources, spec, reading(fp, upstream.run_id))
     run_file = replay.warehouse.run_dir(run_id) / "run.json"
     if run_file.exists():
         info = load_run_file(run_file)
@@ -116,6 +117,13 @@ def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str |
     run_file.parent.mkdir(parents=True, exist_ok=True)
     save_run(replay, info)
     return info
+
+
+def reading(fp: str, upstream_run_id: str) -> str:
+    """What a stage's default run id hashes: its definition's fingerprint ``fp`` and the
+    upstream run it reads (a fresh chain's upstream run, or a continued one, of one recording
+    version are different runs, so the stages over them are too)."""
+    return hashlib.sha256(f"{fp}/{upstream_run_id}".encode()).hexdigest()[:10]
 
 
 def stage_cuts(replay: Replay, upstream: RunInfo) -> list[int]:

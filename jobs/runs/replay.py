@@ -40,7 +40,7 @@ from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
-from jobs.runs.pipeline_stage import prepare_stage
+from jobs.runs.pipeline_stage import prepare_stage, reading
 from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
@@ -151,8 +151,10 @@ class Replay:
         versions when no ``run_id`` is given."""
         ctx = self.context(query_name)
         spec = plans.parse_plan(plan) if plan is not None else ctx.query.chain[0].batch
-        return run_id_of(query_name, self.pin_sources(ctx.query, None), spec,
-                               fingerprint(ctx.query, ctx.operator))
+        fp = fingerprint(ctx.query, ctx.operator)
+        if ctx.query.upstream is not None:  # a stage: over its upstream's default run
+            fp = reading(fp, self.default_run_id(ctx.query.upstream.query.name, plan))
+        return run_id_of(query_name, self.pin_sources(ctx.query, None), spec, fp)
 
     def context(self, query_name: str) -> RunContext:
         """The run context of the catalog's query ``query_name``."""

@@ -89,6 +89,12 @@ def test_a_continued_chain_equals_a_fresh_replay(spark, storage):
     for mine, other in zip(ours, theirs, strict=True):
         for kind in ("output", "late", "quarantine"):
             assert rows(continued, mine, kind) == rows(fresh, other, kind), (mine, kind)
+    # a fresh replay of the chain beside the continued one: other runs, the same tables
+    again = continued.prepare("ev_w_alerts")
+    continued.run(again)
+    beside = chain_runs(continued, again)
+    assert not set(beside) & set(ours)
+    assert [rows(continued, r) for r in beside] == [rows(continued, r) for r in ours]
 
 
 def chain_runs(replay: Replay, info: RunInfo) -> list[str]:
