@@ -67,9 +67,11 @@ def placeable(events: pd.DataFrame, key: str) -> tuple[pd.DataFrame, list[int]]:
 
 @dataclass
 class StageRun:
-    """One stage of :func:`run_chain`: its output per batch (the end-of-input flush last), its
-    late events and the events it could not place."""
+    """One stage of :func:`run_chain`: the events each batch read (as a run's manifest counts
+    them), its output per batch (the end-of-input flush last), its late events and the events
+    it could not place."""
 
+    rows_in: list[int] = field(default_factory=list)
     outputs: list[pd.DataFrame] = field(default_factory=list)
     late: list[int] = field(default_factory=list)
     unplaceable: list[int] = field(default_factory=list)
@@ -102,6 +104,7 @@ def run_chain(chain: list[QuerySpec], recordings: dict[str, RecordingSpec],
 def _run_stage(op: KeyedOperator, batches: list[pd.DataFrame]) -> StageRun:
     run, state = StageRun(), op.init()
     for batch in batches:
+        run.rows_in.append(len(batch))
         kept, unplaceable = placeable(batch, op.key)
         result = op.step(state, kept)
         state = result.state

@@ -53,6 +53,7 @@ class Replay(Protocol):
 
     def manifest(self, run_id: str) -> pa.Table: ...
 
+
 #: Commit metadata of a stage's input table: the upstream run, and its output version read.
 UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
 

@@ -150,15 +150,18 @@ def test_each_stage_equals_the_composed_reference_under_any_batch_plan(chain, ev
 
 @settings(max_examples=30, deadline=None)
 @given(chains(), recordings(), st.lists(st.integers(0, 60), max_size=6))
-def test_stage_batch_b_is_upstream_batch_b_output(chain, events, cuts):
-    """Downstream batch b reads exactly upstream batch b's rows (the end-of-input rows last),
-    numbered on from the rows of the batches before."""
-    runs = run_chain(chain, RECORDINGS, cut(events, cuts))
-    for upstream, query in zip(runs, chain[1:], strict=False):
+def test_stage_batch_b_reads_upstream_batch_b_output(chain, events, cuts):
+    """Downstream batch b reads exactly upstream batch b's rows (the end-of-input rows are its
+    last batch), numbered on from the rows of the batches before."""
+    batches = cut(events, cuts)
+    runs = run_chain(chain, RECORDINGS, batches)
+    assert runs[0].rows_in == [len(b) for b in batches]
+    for upstream, downstream, query in zip(runs, runs[1:], chain[1:], strict=False):
+        assert downstream.rows_in == [len(rows) for rows in upstream.outputs]
+        assert len(downstream.outputs) == len(upstream.outputs) + 1
         seq = 0
         for rows_out in upstream.outputs:
             batch = stream_batch(rows_out, query, seq)
-            assert len(batch) == len(rows_out)
             assert batch[SEQ].tolist() == list(range(seq, seq + len(rows_out)))
             seq += len(rows_out)
 
