@@ -7,6 +7,8 @@ Every problem is reported as a :class:`CatalogError` naming the file, the field 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +19,7 @@ import yaml
 from .batch_plans import parse_batch
 from .derive_sql import expression_problem
 from .names import name_problem
+from .pipeline_catalog import UpstreamCycle, check_upstream_fields, upstream_of
 from .predicate import Pred, PredicateError, parse_predicate
 from .registry import family_of
 from .specs import (
@@ -27,6 +30,7 @@ from .specs import (
     QuerySpec,
     RecordingSpec,
     UnknownName,
+    Upstream,
     check_fields,
     parse_duration_us,
 )
@@ -109,8 +113,11 @@ _MULTI_INPUT_ONLY = ("inputs", "allow_unbounded")
 
 
 def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
-                source: str = "<inline>") -> QuerySpec:
-    """Check a query document against the known recordings and build its spec."""
+                source: str = "<inline>",
+                queries: Callable[[str], QuerySpec | None] | None = None) -> QuerySpec:
+    """Check a query document against the known recordings and build its spec; ``queries``
+    finds the query an ``input: {query: NAME}`` reads (None for an unknown name; it raises a
+    CatalogError of that query's file when the query failed to load)."""
     _unknown_field(doc, _QUERY_FIELDS, source)
     name = _require(doc, "name", source)
     if not re.fullmatch(_IDENTIFIER, name):
@@ -121,7 +128,11 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     if foreign:  # (it would be ignored)
         reads = "one recording" if single else "several recordings"
         raise CatalogError(source, foreign[0], f"not a field of a {kind} query (it reads {reads})")
-    if single:
+    upstream: Upstream | None = None
+    if single and isinstance(doc.get("input"), dict):
+        upstream = upstream_of(doc["input"], recordings, source, queries, name)
+        inputs = {"input": upstream.query.name}
+    elif single:
         inputs = {"input": _require(doc, "input", source)}
     else:
         inputs = _require(doc, "inputs", source, dict)
@@ -132,17 +143,23 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
         if not isinstance(alias, str) or not re.fullmatch(_IDENTIFIER, alias):
             raise CatalogError(source, fieldname, "a stream name must be an identifier "
                                "(letters, digits, _)")
+        if isinstance(rec, dict) and "query" in rec and not single:
+            raise CatalogError(source, fieldname, f"a {kind} query reads recordings only: its "
+                               "streams are merged by event time, not by a query's emission "
+                               "batches; read the query's input recording instead")
         if not isinstance(rec, str):
             raise CatalogError(source, fieldname,
                                f"expected a recording name, got {type(rec).__name__} {rec!r}")
-        if rec not in recordings:
+        if upstream is None and rec not in recordings:
             known = ", ".join(sorted(recordings)) or "none"
             raise CatalogError(source, fieldname, f"unknown recording {rec!r} (known: {known})")
     key = time = where = None
-    derived = _derived(doc.get("derive"), source, single,
-                       recordings[next(iter(inputs.values()))])
+    first = upstream.stream if upstream else recordings[next(iter(inputs.values()))]
+    derived = _derived(doc.get("derive"), source, single, first)
     if single:
-        rec = recordings[inputs["input"]]
+        rec = first
+        if upstream is not None:
+            check_upstream_fields(upstream, doc, source)
         key = doc.get("key", rec.key)
         if key == "none":  # one group: a constant key column
             if GLOBAL_KEY in derived:
@@ -154,10 +171,10 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
                 raise CatalogError(source, fieldname, f"expected a column name, got "
                                    f"{type(value).__name__} {value!r}")
         if key not in rec.columns and key not in derived:
-            raise CatalogError(source, "key", f"column {key!r} is not in recording {rec.name!r}")
+            raise CatalogError(source, "key", f"column {key!r} is not in {_what(rec, upstream)}")
         if time not in rec.columns or rec.columns[time] != "timestamp":
-            raise CatalogError(source, "time",
-                               f"column {time!r} is not a timestamp column of {rec.name!r}")
+            raise CatalogError(source, "time", f"column {time!r} is not a timestamp column of "
+                               f"{_what(rec, upstream)}")
         where = _where(doc.get("where"), source,
                        {**rec.columns, **{n: t for n, (_, t) in derived.items()}})
     elif "where" in doc:
@@ -169,10 +186,21 @@ def parse_query(doc: dict, recordings: dict[str, RecordingSpec],
     expectations = doc.get("expectations") or []
     if not isinstance(expectations, list):
         raise CatalogError(source, "expectations", "expected a list")
-    return QuerySpec(name=name, kind=kind, inputs=dict(inputs), key=key, time=time,
+    spec = QuerySpec(name=name, kind=kind, inputs=dict(inputs), key=key, time=time,
                      lateness_us=lateness, batch=parse_batch(doc.get("batch"), source),
                      query=doc["query"], output=doc.get("output"), expectations=expectations,
-                     derived=derived, where=where, source=source, raw=doc)
+                     derived=derived, where=where, source=source, raw=doc, upstream=upstream)
+    if upstream is not None:  # its query block against the upstream's output, before any run
+        family = family_of(kind, source)
+        family.parse(spec, family.input_recording(spec, recordings))
+    return spec
+
+
+def _what(rec: RecordingSpec, upstream: Upstream | None) -> str:
+    """What a query reads, for a message: the recording, or the upstream query's output."""
+    if upstream is None:
+        return f"recording {rec.name!r}"
+    return f"the output of query {rec.name!r} (columns: {', '.join(rec.columns)})"
 
 
 def _where(value: Any, source: str, columns: dict[str, str]) -> Pred | None:
@@ -202,7 +230,7 @@ def _derived(value: Any, source: str, single_input: bool, rec: RecordingSpec
         where = f"derive.{name}"
         if not re.fullmatch(_IDENTIFIER, str(name)) or name in rec.columns:
             raise CatalogError(source, where, f"{name!r} must be an identifier that is not a "
-                               f"column of recording {rec.name!r}")
+                               f"column of the input {rec.name!r}")
         if not isinstance(body, dict):
             raise CatalogError(source, where, "expected {sql: EXPR, type: T}")
         check_fields(body, ("sql", "type"), source, where)
@@ -305,13 +333,34 @@ def load_catalog(root: str | Path) -> Catalog:
             recordings[recording.name] = recording
     queries: dict[str, QuerySpec] = {}
     broken_queries: dict[str, CatalogError] = {}
-    for path in sorted((root / "queries").glob("*.yaml")):
+    paths = {path.stem: path for path in sorted((root / "queries").glob("*.yaml"))}
+    loading: list[str] = []
+
+    def load(name: str) -> QuerySpec | None:
+        """The query of file ``name`` (its upstreams first); None: no such file."""
+        if name in queries or name in broken_queries or name not in paths:
+            if name in broken_queries:
+                raise broken_queries[name]
+            return queries.get(name)
+        if name in loading:
+            raise UpstreamCycle([*loading[loading.index(name):], name])
+        loading.append(name)
+        path = paths[name]
         try:
-            query = _named_after(path, parse_query(_load_yaml(path), recordings, str(path)))
+            query = _named_after(path, parse_query(_load_yaml(path), recordings, str(path),
+                                                   load))
         except CatalogError as exc:
-            broken_queries[path.stem] = _blame_input(exc, broken_recordings)
-        else:
-            queries[query.name] = query
+            broken_queries[name] = _blame_input(exc, broken_recordings)
+            raise broken_queries[name] from None
+        finally:
+            loading.pop()
+        queries[name] = query
+        return query
+
+    for name in paths:
+        with suppress(CatalogError):  # (kept in broken_queries)
+            load(name)
+    queries = {name: queries[name] for name in paths if name in queries}
     return Catalog(recordings, queries, root, broken_recordings, broken_queries)
 
 

@@ -90,6 +90,21 @@ class InputMerge:
     key_column: str
 
 
+@dataclass(frozen=True)
+class OutputStream:
+    """How a pipeline stage (``input: {query: NAME}``) reads a query's output rows as events
+    (:meth:`QueryFamily.output_stream`): the default ``key`` and event-time (``time``) columns
+    (None: the stage must name one), the columns that sort the rows one batch emits
+    (``order``: the operator's emission order), and whether the stage must keep ``key``
+    (``keyed``: the rows of a key come in an order the batch plan does not change, but the
+    interleaving of keys does)."""
+
+    key: str | None
+    time: str | None
+    order: tuple[str, ...]
+    keyed: bool
+
+
 class QueryFamily(ABC):
     """One ``kind`` of catalog query.
 
@@ -161,7 +176,7 @@ class QueryFamily(ABC):
     def input_recording(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                         ) -> RecordingSpec:
         """The recording the operator reads: the query's input with its derived columns."""
-        recording = recordings[query.input]
+        recording = query.input_stream(recordings)
         if not query.derived:
             return recording
         columns = {**recording.columns, **{n: t for n, (_, t) in query.derived.items()}}
@@ -171,6 +186,13 @@ class QueryFamily(ABC):
                       ) -> pa.Schema:
         """The Arrow schema of the operator's output rows."""
         return self.operator(query, recordings).output_schema
+
+    def output_stream(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                      ) -> OutputStream | str:
+        """How another query reads ``query``'s output (:class:`OutputStream`), or why it cannot
+        (only final rows flow between queries). The default: it cannot."""
+        return (f"the output of a {self.kind} query cannot be read by another query (its rows "
+                "have no emission order per key)")
 
     def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> RowIdentity:

@@ -113,11 +113,42 @@ class QuerySpec:
     where: Pred | None = None
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: ``input: {query: NAME}``: the query whose output this query reads (a pipeline stage),
+    #: None when it reads a recording.
+    upstream: Upstream | None = None
 
     @property
     def input(self) -> str:
-        """The single input recording (qre and window queries)."""
+        """The single input (qre, window and select queries): a recording, or the upstream
+        query's name."""
         return next(iter(self.inputs.values()))
+
+    @property
+    def chain(self) -> list[QuerySpec]:
+        """The stages of the query's pipeline: the one that reads a recording first, this
+        query last (this query alone when it reads recordings)."""
+        chain = [self]
+        while chain[0].upstream is not None:
+            chain.insert(0, chain[0].upstream.query)
+        return chain
+
+    def input_stream(self, recordings: dict[str, RecordingSpec]) -> RecordingSpec:
+        """What the single-input query reads, before its derived columns: its recording, or
+        its upstream query's output (``recordings``: the catalog's)."""
+        return recordings[self.input] if self.upstream is None else self.upstream.stream
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The query a pipeline stage reads and its output seen as a stream: ``stream`` names the
+    output's columns (those of a catalog type) with the default key and event-time columns;
+    ``order`` is the operator's emission order within one batch (the columns that sort it);
+    ``keyed``: a reader must keep the upstream's key (see :mod:`engine.pipeline_catalog`)."""
+
+    query: QuerySpec
+    stream: RecordingSpec
+    order: tuple[str, ...]
+    keyed: bool
 
 
 def check_fields(mapping: dict, known: tuple[str, ...], source: str, prefix: str) -> None:

@@ -157,11 +157,13 @@ def changes_metadata(runner, previous: str | None, run_id: str) -> dict:
 
 
 def replay_spec(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> dg.AssetSpec:
-    """The asset ``replays/<name>`` of a query: its group is its kind, it reads its recordings,
-    its code version is its definition's fingerprint (:func:`code_version`)."""
+    """The asset ``replays/<name>`` of a query: its group is its kind, it reads its recordings
+    (a pipeline stage: its upstream query's replay), its code version is its definition's
+    fingerprint (:func:`code_version`)."""
     return dg.AssetSpec(
         replay_key(query.name), group_name=query.kind,
-        deps=[recording_key(r) for r in query.inputs.values()], kinds={"spark", "delta"},
+        deps=[replay_key(query.upstream.query.name)] if query.upstream is not None
+        else [recording_key(r) for r in query.inputs.values()], kinds={"spark", "delta"},
         description=str(query.raw.get("description", f"{query.kind} query {query.name}")),
         code_version=code_version(query, recordings))
 

@@ -31,12 +31,13 @@ def nightly_schedule() -> dg.ScheduleDefinition:
 
 def build_sensor(catalog: Catalog, replayable: set[str]) -> dg.SensorDefinition:
     """One run request per recording that gained a Delta version (cursor: version per recording);
-    the requested replays continue their latest runs with the new commits.
+    the requested replays (those of a pipeline whose first stage reads it too) continue their
+    latest runs with the new commits.
 
     The first evaluation records the current versions as the baseline and requests nothing.
     """
     readers = {name: sorted(q.name for q in catalog.queries.values()
-                            if name in q.inputs.values() and q.name in replayable)
+                            if name in q.chain[0].inputs.values() and q.name in replayable)
                for name in catalog.recordings}
 
     @dg.sensor(name="new_recording_versions", job_name=ALL_JOB, minimum_interval_seconds=60,

@@ -50,6 +50,9 @@ def build_checks(query: QuerySpec) -> list[dg.AssetChecksDefinition]:
             "duplicates": len(d.duplicates), "late_replay": report.late_replay,
             "late_reference": report.late_reference,
             "late_mismatches": len(report.late_mismatch), "tolerance": report.tolerance,
+            **({} if report.chain is None else {
+                "pipeline_missing": len(report.chain.missing),
+                "pipeline_extra": len(report.chain.extra)}),
             "first_mismatches": dg.MetadataValue.json(
                 json.loads(json.dumps(mismatches[:SHOWN], default=str))),
         })

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..family import QueryFamily, Reference, RowIdentity
+from ..family import OutputStream, QueryFamily, Reference, RowIdentity
 from ..operator import KeyedOperator
 from ..specs import QuerySpec, RecordingSpec
 from .keyed import QreOperator
@@ -35,6 +35,14 @@ class QreFamily(QueryFamily):
         recording = self.input_recording(query, recordings)
         spec = self.parse(query, recording)
         return tuple(dict.fromkeys([spec.key, query.time or recording.time, *spec.fields]))
+
+    def output_stream(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                      ) -> OutputStream:
+        """A QRE row's event time is its ``event_time``; a key's rows come in (event time,
+        arrival) order."""
+        spec = self.parse(query, self.input_recording(query, recordings))
+        return OutputStream(key=spec.key, time="event_time",
+                            order=(spec.key, "event_time", "arrival_seq"), keyed=True)
 
     def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> RowIdentity:

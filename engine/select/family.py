@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..family import QueryFamily, Reference, RowIdentity
+from ..family import OutputStream, QueryFamily, Reference, RowIdentity
 from ..operator import KeyedOperator
 from ..sharing import SharingView, Statistics
 from ..sharing.cost import VALUE_US, StepWork
@@ -41,6 +41,17 @@ class SelectFamily(QueryFamily):
     def step_work(self, view: SharingView, rows: float, stats: Statistics) -> StepWork:
         """A select's step is writing the rows it keeps: their columns plus two values each."""
         return StepWork(events=0.0, output=rows * VALUE_US * (2 + len(view.columns)))
+
+    def output_stream(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                      ) -> OutputStream:
+        """A selected row keeps its event's key and time columns when it selects them; rows
+        come in arrival order, whatever the batch plan, so a reader may use any key."""
+        recording = self.input_recording(query, recordings)
+        spec = self.parse(query, recording)
+        time = query.time or recording.time
+        return OutputStream(key=spec.key if spec.key in spec.columns else None,
+                            time=time if time in spec.columns else None,
+                            order=(ARRIVAL,), keyed=False)
 
     def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> RowIdentity:

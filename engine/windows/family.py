@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..family import QueryFamily, Reference, RowIdentity, SharedPanes
+from ..family import OutputStream, QueryFamily, Reference, RowIdentity, SharedPanes
 from ..operator import KeyedOperator
 from ..predicate import TRUE
 from ..sharing import PaneGroup, SharingView, Statistics
@@ -70,6 +70,17 @@ class WindowFamily(QueryFamily):
         spec = self.parse(query, recording)
         return tuple(dict.fromkeys([spec.key, query.time or recording.time,
                                     *spec.value_columns]))
+
+    def output_stream(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
+                      ) -> OutputStream | str:
+        """A window row's event time is its ``window_end``; a batch emits its closed windows by
+        key, then window; ``emit: updates`` rows can be superseded, so no query reads them."""
+        spec = self.parse(query, self.input_recording(query, recordings))
+        if spec.emit == "updates":
+            return ("its rows can be superseded (emit: updates); a pipeline passes only final "
+                    "rows: read a query with emit: final")
+        return OutputStream(key=spec.key, time="window_end",
+                            order=(spec.key, OPERATORS[spec.kind].ident), keyed=True)
 
     def row_identity(self, query: QuerySpec, recordings: dict[str, RecordingSpec]
                      ) -> RowIdentity:

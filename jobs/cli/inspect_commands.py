@@ -40,6 +40,9 @@ def validate(
     table.add_row("input = processed + late + quarantined",
                   f"{report.input_rows} = {report.processed} + {report.late_replay} + "
                   f"{report.quarantined}: {'yes' if report.reconciles else 'NO'}")
+    if report.chain is not None:
+        table.add_row("pipeline: composed reference over the recording (missing / extra)",
+                      f"{len(report.chain.missing)} / {len(report.chain.extra)}")
     table.add_row("tolerance", report.tolerance)
     print_table(table)
     for label, rows in (("missing", d.missing), ("extra", d.extra), ("duplicate", d.duplicates)):
@@ -50,6 +53,15 @@ def validate(
     if report.late_mismatch:
         console.print("late or quarantined events that differ (arrival seq): "
                       f"{report.late_mismatch[:show]}")
+    if report.chain is not None and not report.chain.ok:
+        for label, rows in (("composed missing", report.chain.missing),
+                            ("composed extra", report.chain.extra)):
+            for row in rows[:show]:
+                console.print(f"{label}: {row}", highlight=False)
+        stage = ("an upstream stage (this one equals its reference over its upstream's run)"
+                 if d.ok else "this stage")
+        err.print(f"the pipeline differs from its composed reference: the fault is in {stage}",
+                  highlight=False)
     if not report.ok:
         err.print("[bold red]validation failed[/]")
         raise typer.Exit(code=1)
@@ -61,7 +73,8 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None,
 ) -> None:
-    """Show how queries on one recording share a replay: clusters, panes, residuals, costs."""
+    """Show how queries on one recording share a replay: clusters, panes, residuals, costs
+    (a pipeline stage: the stages of its chain)."""
     import json
 
     from jobs.shared.shared_plan import plan_json, plan_text, shared_plan
@@ -69,6 +82,21 @@ def plan(
 
     settings = load_settings()
     cat = catalog_of(settings, catalog)
+    stages = [name for name in queries if cat.query(name).upstream is not None]
+    if stages:  # a pipeline stage: its chain's stages
+        from jobs.runs.pipeline_stage import chain_plan, chain_plan_text
+
+        if len(queries) > 1:
+            err.print(f"error: {stages[0]} is a pipeline stage (it reads query "
+                      f"{cat.query(stages[0]).input}): plan it on its own", highlight=False)
+            raise typer.Exit(code=1)
+        doc = chain_plan(cat.query(stages[0]))
+        if as_json:
+            print(json.dumps(doc, indent=1))
+            return
+        for line in chain_plan_text(doc):
+            console.print(line, highlight=False, soft_wrap=True)
+        return
     result = shared_plan(cat, Warehouse.at(warehouse or settings.warehouse), queries)
     doc = plan_json(cat, result, queries)
     if as_json:

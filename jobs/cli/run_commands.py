@@ -65,6 +65,10 @@ def replay(
     if cont:
         _continue(runner, query, plan, run_id)
         return
+    chain = ctx.catalog.query(query).chain
+    if len(chain) > 1:  # a pipeline stage: the upstream runs first (reused when complete)
+        console.print(f"pipeline {' -> '.join(q.name for q in chain)}: replaying the upstream "
+                      "stages first (a completed run is reused)", highlight=False)
     info = runner.prepare(query, plan=plan, run_id=run_id, version=version)
     done = runner.manifest(info.run_id).num_rows
     if warning := batch_count_warning(info.batches, info.plan):

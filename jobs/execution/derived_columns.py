@@ -130,8 +130,8 @@ def exchange_for(ctx: RunContext, requested: str, files: list[dict]) -> str:
     SQL (then ``spark``)."""
     if not ctx.query.derived or requested != "direct":
         return requested
-    found = worker_derive(ctx.query.derived, ctx.recordings[ctx.query.input].columns, ctx.key,
-                          files)
+    found = worker_derive(ctx.query.derived, ctx.query.input_stream(ctx.recordings).columns,
+                          ctx.key, files)
     return "direct" if isinstance(found, WorkerDerive) else "spark"
 
 
@@ -140,8 +140,8 @@ def in_workers(ctx: RunContext, files: list[dict]) -> WorkerDerive | None:
     workers can compute them."""
     if not ctx.query.derived:
         return None
-    found = worker_derive(ctx.query.derived, ctx.recordings[ctx.query.input].columns, ctx.key,
-                          files, check_order=False)
+    found = worker_derive(ctx.query.derived, ctx.query.input_stream(ctx.recordings).columns,
+                          ctx.key, files, check_order=False)
     if isinstance(found, str):
         raise RepriseError(f"query {ctx.query.name!r}: its derived columns need Spark SQL "
                            f"({found}) but the run uses the direct exchange")

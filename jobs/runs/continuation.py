@@ -27,7 +27,8 @@ from engine import batch_plans as plans
 from jobs.execution.arrival import resolve_cuts, sequenced
 from jobs.execution.merged_inputs import input_merge, merged_events
 from jobs.runs.listing import made_at, summarize
-from jobs.runs.replay import Replay
+from jobs.runs.pipeline_stage import stage_over
+from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from jobs.runs.run_lock import run_lock
@@ -80,7 +81,11 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
                    on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
     """Continue ``run_id`` (default: :func:`run_to_continue`) to the latest recording versions
     and run the new batches (an interrupted run: finish it first, to the versions it planned);
-    without a run to continue, replay from scratch."""
+    without a run to continue, replay from scratch. A pipeline stage: its upstream is
+    continued, then the stage replays over the continued run's output
+    (:func:`continue_stage`)."""
+    if replay.context(query).query.upstream is not None:
+        return continue_stage(replay, query, plan, run_id, log, on_batch)
     if run_id is None:
         info = run_to_continue(replay, query, plan)
     else:
@@ -258,3 +263,19 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
 
 
 __all__ = ["Continuation", "continue_query", "extend", "run_to_continue"]
+
+
+def continue_stage(replay: Replay, query: str, plan: str | None, run_id: str | None,
+                   log: Callable[[str], None] = print,
+                   on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
+    """``--continue`` of a pipeline stage: continue its upstream (stage by stage, the first
+    one over the recording's new commits), then run the stage over the continued upstream run's
+    output at its new version, which is the output a fresh replay of the chain gives."""
+    ctx = replay.context(query)
+    assert ctx.query.upstream is not None
+    upstream = continue_query(replay, ctx.query.upstream.query.name, plan, None, log)
+    info = stage_over(replay, ctx, upstream.info, run_id, run_id_of)
+    log(f"{query}: replaying over run {upstream.info.run_id} of "
+        f"{ctx.query.upstream.query.name} (continued)")
+    manifest = replay.run(info, on_batch)
+    return Continuation(info, upstream.segment, upstream.fresh_reason, manifest)

@@ -40,6 +40,7 @@ from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
+from jobs.runs.pipeline_stage import prepare_stage, reading
 from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
@@ -51,7 +52,7 @@ from jobs.warehouse import Warehouse
 from jobs.warehouse_names import check_name
 
 
-def _default_run_id(query: str, sources: dict[str, int], spec: BatchSpec, fp: str) -> str:
+def run_id_of(query: str, sources: dict[str, int], spec: BatchSpec, fp: str) -> str:
     """A run's default id: the query, the pinned versions, the plan, the definition's hash."""
     pinned = ".".join(str(v) for v in sources.values())
     return f"{query}-v{pinned}-{spec.describe().replace(':', '').replace(',', '-')}-{fp[:6]}"
@@ -100,12 +101,14 @@ class Replay:
         if run_id is not None:
             check_name("run id", run_id)  # before reading anything ('' too: no default)
         ctx = self.context(query_name)
+        if ctx.query.upstream is not None:  # a pipeline stage: its upstream's run first
+            return prepare_stage(self, ctx, plan, run_id, version, run_id_of)
         query, recording, op = ctx.query, ctx.recording, ctx.operator
         sources = self.pin_sources(query, version)
         spec = plans.parse_plan(plan) if plan is not None else query.batch
         fp = fingerprint(query, op)
         if run_id is None:
-            run_id = _default_run_id(query.name, sources, spec, fp)
+            run_id = run_id_of(query.name, sources, spec, fp)
         run_file = self.warehouse.run_dir(run_id) / "run.json"
         if run_file.exists():
             info = load_run_file(run_file)
@@ -147,9 +150,11 @@ class Replay:
         """The id :meth:`prepare` gives a new run of ``query_name`` at the recordings' latest
         versions when no ``run_id`` is given."""
         ctx = self.context(query_name)
-        spec = plans.parse_plan(plan) if plan is not None else ctx.query.batch
-        return _default_run_id(query_name, self.pin_sources(ctx.query, None), spec,
-                               fingerprint(ctx.query, ctx.operator))
+        spec = plans.parse_plan(plan) if plan is not None else ctx.query.chain[0].batch
+        fp = fingerprint(ctx.query, ctx.operator)
+        if ctx.query.upstream is not None:  # a stage: over its upstream's default run
+            fp = reading(fp, self.default_run_id(ctx.query.upstream.query.name, plan))
+        return run_id_of(query_name, self.pin_sources(ctx.query, None), spec, fp)
 
     def context(self, query_name: str) -> RunContext:
         """The run context of the catalog's query ``query_name``."""
@@ -163,6 +168,8 @@ class Replay:
 
     def pin_sources(self, query: QuerySpec, version: int | None) -> dict[str, int]:
         """The version of each input recording the run reads (the latest unless ``version``)."""
+        if query.upstream is not None:  # a pipeline stage: its first stage's recording
+            return self.pin_sources(query.upstream.query, version)
         if version is not None and len(query.inputs) > 1:
             raise ReplayError(f"query {query.name!r} reads {len(query.inputs)} recordings; "
                               "a single --version cannot pin them")

@@ -92,8 +92,14 @@ class RunInfo:
 
 
 def fingerprint(query: QuerySpec, operator: KeyedOperator) -> str:
-    """Hash of what determines a run's output (query text, operator version)."""
-    text = json.dumps({"query": query.raw, "op": [operator.name, operator.version]},
+    """Hash of what determines a run's output (query text, operator version; a pipeline
+    stage's upstream queries' texts too)."""
+    upstreams, upstream = [], query.upstream
+    while upstream is not None:
+        upstreams.append(upstream.query.raw)
+        upstream = upstream.query.upstream
+    text = json.dumps({"query": query.raw, "op": [operator.name, operator.version],
+                       **({"upstreams": upstreams} if upstreams else {})},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 

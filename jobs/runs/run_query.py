@@ -16,7 +16,8 @@ def query_of_run(info: RunInfo, catalog: Catalog) -> tuple[QuerySpec, str]:
     if not info.query_spec:
         return catalog.query(info.query), ""
     stored = parse_query(info.query_spec, catalog.recordings,
-                         f"run {info.run_id}: stored definition of {info.query}")
+                         f"run {info.run_id}: stored definition of {info.query}",
+                         catalog.queries.get)
     if current is None:
         return stored, (f"query {info.query!r} is no longer in the catalog; validated against "
                         "the definition stored with the run")

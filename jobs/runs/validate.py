@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -14,8 +15,9 @@ from pyspark.sql import DataFrame
 
 from engine.catalog import Catalog
 from engine.operator import SEQ, exact_pandas
-from engine.specs import RecordingSpec
-from jobs.execution.arrival import sequenced
+from engine.pipeline import chain_reference
+from engine.specs import QuerySpec, RecordingSpec
+from jobs.execution.arrival import input_index, sequenced
 from jobs.execution.bucket_reference import ReferenceResult, placeable, reference_by_bucket
 from jobs.runs.replay import Replay
 from jobs.runs.run_context import RunContext
@@ -59,10 +61,14 @@ class ValidationReport:
     tolerance: str = f"floats: relative {REL_TOL:g}, absolute {ABS_TOL:g}; integers exact"
     #: Said when the catalog's query file changed since the run (the run's definition is used).
     note: str = ""
+    #: A pipeline stage's run: its output against the composition of its chain's references
+    #: over the recording (:func:`chain_diff`); None for a query over a recording.
+    chain: Diff | None = None
 
     @property
     def ok(self) -> bool:
-        return self.diff.ok and not self.late_mismatch and self.reconciles
+        return (self.diff.ok and not self.late_mismatch and self.reconciles
+                and (self.chain is None or self.chain.ok))
 
 
 def _null(v: object) -> bool:
@@ -256,4 +262,56 @@ def validate_run(replay: Replay, catalog: Catalog, run_id: str,
                             late_mismatch=mismatch + quarantine_mismatch,
                             input_rows=info.total, processed=processed,
                             quarantined=counts.quarantined_table, reconciles=reconciles,
-                            note=note)
+                            note=note, chain=chain_diff(replay, catalog, info, query, output,
+                                                        on_stage))
+
+
+def chain_diff(replay: Replay, catalog: Catalog, info: RunInfo, query: QuerySpec,
+               output: pd.DataFrame, on_stage: Callable[[str], None]) -> Diff | None:
+    """A pipeline stage's ``output`` against the composition of its chain's references over
+    the recording its first stage reads, at the run's pinned version
+    (:func:`engine.pipeline.chain_reference`), compared as multisets of rows without
+    ``arrival_seq`` (a stage numbers the stream it reads; see :mod:`engine.pipeline`): a
+    difference here while the stage equals its own reference over the upstream run's output
+    puts the fault upstream. None for a query over a recording."""
+    if query.upstream is None:
+        return None
+    first = query.chain[0]
+    path, version = replay.warehouse.recording(first.input), info.sources["input"]
+    files = [asdict(f) for f in input_index(replay.storage, path, version)]
+    total = sum(f["rows"] for f in files)
+    on_stage(f"computing the composed reference of {' -> '.join(q.name for q in query.chain)} "
+             f"over the {total:,} events of {first.input} v{version}")
+    recording = RunContext.of(first, catalog.recordings).recording
+    frame = sequenced(replay.storage, path, version, files, 0, total,
+                      first.time or recording.time, first.derived)
+    events = _exact_ints(frame, frame.toPandas(), recording).sort_values(SEQ, kind="stable")
+    expected = chain_reference(query.chain, catalog.recordings, events)[-1]
+    ours, theirs = (_row_counts(f.drop(columns=[c for c in ("arrival_seq", "batch", "final")
+                                                if c in f]))
+                    for f in (output, _micros_frame(expected)))
+    return Diff(missing=[dict(r) for r, n in (theirs - ours).items() for _ in range(n)],
+                extra=[dict(r) for r, n in (ours - theirs).items() for _ in range(n)])
+
+
+def _row_counts(frame: pd.DataFrame) -> Counter:
+    """The rows of ``frame`` as a multiset of ((column, value), ...), nulls as None, doubles
+    to 12 significant digits (within the tolerance), timestamps as microseconds."""
+    def canon(value: object) -> object:
+        if _null(value) or (not isinstance(value, str) and pd.isna(value)):
+            return None
+        if isinstance(value, pd.Timestamp):
+            return value.value // 1_000
+        if isinstance(value, float | np.floating):
+            return float(f"{float(value):.12g}")
+        return value.item() if isinstance(value, np.generic) else value
+
+    return Counter(tuple(sorted((c, canon(v)) for c, v in row.items()))
+                   for row in frame.to_dict("records"))
+
+
+def _micros_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its timestamp columns as int64 microseconds (as :func:`_micros`)."""
+    stamps = [c for c in frame if pd.api.types.is_datetime64_any_dtype(frame[c])]
+    return frame.assign(**{c: [None if pd.isna(t) else t.value // 1_000 for t in frame[c]]
+                           for c in stamps})

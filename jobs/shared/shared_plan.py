@@ -44,6 +44,10 @@ def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
     """The named queries, which must read one recording (else the error says which recording
     each reads)."""
     queries = [catalog.query(name) for name in names]
+    for q in queries:
+        if q.upstream is not None:
+            raise SharingError(f"{q.name} is a pipeline stage (it reads the output of query "
+                               f"{q.input}): replay it on its own or with --no-share")
     recordings = {q.name: "+".join(sorted(set(q.inputs.values()))) for q in queries}
     if len(set(recordings.values())) > 1:
         reads = ", ".join(f"{name} reads {rec}" for name, rec in recordings.items())

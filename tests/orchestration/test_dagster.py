@@ -57,6 +57,10 @@ def test_assets_lineage_kinds_and_groups(sample_defs):
     checks = {k.name for k in graph.asset_check_keys if k.asset_key == replay.key}
     assert checks == {"matches_reference", "quality", "manifest_reconciles", "equals_standalone",
                       "changes_since_previous"}
+    for stage in ("vitals_tachy_alert", "vitals_hr_hourly_peak"):  # pipelines
+        node = graph.get(dg.AssetKey(["replays", stage]))
+        assert node.parent_keys == {replay.key}
+        assert {k.name for k in graph.asset_check_keys if k.asset_key == node.key} == checks
 
 
 def test_materialize_catalog_checks_pass_and_corruption_is_caught(sample_defs, warehouse):
@@ -147,8 +151,9 @@ def test_sensor_requests_one_run_per_new_recording_version(sample_defs, storage,
     (request,) = changed.run_requests
     assert request.run_key == f"vitals@v{storage.version(vitals)}"
     readers = {dg.AssetKey(["replays", q.name]) for q in catalog.queries.values()
-               if q.input == "vitals"}
+               if q.chain[0].input == "vitals"}  # (a pipeline's stages too)
     assert dg.AssetKey(["replays", "vitals_hr_1m"]) in readers
+    assert dg.AssetKey(["replays", "vitals_tachy_alert"]) in readers
     assert set(request.asset_selection) == {dg.AssetKey(["recordings", "vitals"]), *readers}
     assert json.loads(changed.cursor)["vitals"] == storage.version(vitals)
     after, _ = tick(changed.cursor)

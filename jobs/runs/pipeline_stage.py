@@ -1,0 +1,204 @@
+"""A pipeline stage's run: a query that reads another query's output (``input: {query: NAME}``).
+
+Preparing a stage's run first replays its upstream (recursively, so a whole chain) at the
+pinned recording version and batch plan, through the one run lifecycle: the upstream's run of
+that version, plan and definition has a fixed id, so a completed one is reused as it is and an
+interrupted one resumes. The stage's input is then written once into its run as the Delta table
+``runs/<run>/input``: the upstream run's output rows in emission order (batch by batch, within a
+batch in the upstream family's order), which numbers them (the arrival sequence). The
+upstream's manifest records how many rows each of its batches emitted (``rows_out``); those
+counts are the stage's cut points, so stage batch ``b`` consumes upstream batch ``b``'s output
+(the upstream's end-of-input rows are the stage's last batch, before its own end of input). The
+input table's commit names the upstream run (``reprise.upstream``) and the version of its
+output that was read (``reprise.upstream_output``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Protocol
+
+import pyarrow as pa
+
+from engine import batch_plans as plans
+from engine.specs import QuerySpec
+from jobs.execution.arrival import input_index
+from jobs.execution.derived_columns import exchange_for
+from jobs.runs.run_context import RunContext
+from jobs.runs.run_info import ReplayError, RunInfo, fingerprint, load_run_file
+from jobs.runs.run_segments import save_run
+from jobs.runtime.parallelism import bucket_count
+from jobs.settings import Settings
+from jobs.storage import DeltaStorage, Txn
+from jobs.warehouse import Warehouse
+
+
+class Replay(Protocol):
+    """What a stage's preparation needs of the runner (:class:`~jobs.runs.replay.Replay`)."""
+
+    spark: object
+    storage: DeltaStorage
+    warehouse: Warehouse
+    settings: Settings
+    exchange: str
+
+    def prepare(self, query_name: str, plan: str | None = None, run_id: str | None = None,
+                version: int | None = None) -> RunInfo: ...
+
+    def run(self, info: RunInfo) -> pa.Table: ...
+
+    def manifest(self, run_id: str) -> pa.Table: ...
+
+
+#: Commit metadata of a stage's input table: the upstream run, and its output version read.
+UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
+
+
+def prepare_stage(replay: Replay, ctx: RunContext, plan: str | None, run_id: str | None,
+                  version: int | None,
+                  make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
+                  ) -> RunInfo:
+    """Replay the upstream of the stage ``ctx`` (reusing its completed run), then make (or
+    load) the stage's run over the upstream run's output; ``make_id(query, sources, spec, fp)``
+    is the default run id."""
+    assert ctx.query.upstream is not None
+    upstream = replay.prepare(ctx.query.upstream.query.name, plan, None, version)
+    replay.run(upstream)
+    return stage_over(replay, ctx, upstream, run_id, make_id)
+
+
+def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str | None,
+               make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
+               ) -> RunInfo:
+    """Make (or load) the run of the stage ``ctx`` over the complete run ``upstream`` of its
+    upstream query (see :func:`prepare_stage`)."""
+    query = ctx.query
+    assert query.upstream is not None
+    spec = plans.parse_plan(upstream.plan)
+    fp = fingerprint(query, ctx.operator)
+    if run_id is None:
+        run_id = make_id(query.name, upstream.sources, spec, reading(fp, upstream.run_id))
+    run_file = replay.warehouse.run_dir(run_id) / "run.json"
+    if run_file.exists():
+        info = load_run_file(run_file)
+        if info.query != query.name or info.fingerprint != fp:
+            raise ReplayError(f"run {run_id!r} was made by a different query definition "
+                              f"({info.query}, fingerprint {info.fingerprint}); choose "
+                              "another --run-id")
+        read = upstream_read(replay, info)
+        now = (upstream.run_id,
+               replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output")))
+        if read != now:
+            raise ReplayError(f"run {run_id!r} read run {read[0]!r} of query "
+                              f"{query.upstream.query.name!r} at output version {read[1]}, "
+                              f"not run {now[0]!r} at version {now[1]}; choose another "
+                              "--run-id")
+        return info
+    input_path = replay.warehouse.run_table(run_id, "input")
+    pinned = write_stage_input(replay, query, upstream, input_path, run_id)
+    files = input_index(replay.storage, input_path, pinned)
+    cuts = stage_cuts(replay, upstream)
+    if cuts[-1] != sum(f.rows for f in files):
+        raise ReplayError(f"run {upstream.run_id!r}: its manifest counts {cuts[-1]} output "
+                          f"rows but its output table holds {sum(f.rows for f in files)}; "
+                          "replay the upstream query with another --run-id")
+    info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp,
+                   recording=query.upstream.query.name, input_path=input_path,
+                   input_version=pinned, plan=upstream.plan, cuts=cuts,
+                   files=[asdict(f) for f in files],
+                   buckets=bucket_count(replay.spark, replay.settings),
+                   operator=f"{ctx.operator.name}@{ctx.operator.version}",
+                   query_spec=query.raw, sources=dict(upstream.sources),
+                   exchange=exchange_for(ctx, replay.exchange, [asdict(f) for f in files]),
+                   created=datetime.now(UTC).isoformat(timespec="seconds"))
+    run_file.parent.mkdir(parents=True, exist_ok=True)
+    save_run(replay, info)
+    return info
+
+
+def reading(fp: str, upstream_run_id: str) -> str:
+    """What a stage's default run id hashes: its definition's fingerprint ``fp`` and the
+    upstream run it reads (a fresh chain's upstream run, or a continued one, of one recording
+    version are different runs, so the stages over them are too)."""
+    return hashlib.sha256(f"{fp}/{upstream_run_id}".encode()).hexdigest()[:10]
+
+
+def stage_cuts(replay: Replay, upstream: RunInfo) -> list[int]:
+    """The cut points of a stage over ``upstream``'s output: the running sum of the rows each
+    upstream batch emitted (its manifest's ``rows_out``), the end-of-input flush included."""
+    manifest = replay.manifest(upstream.run_id)
+    if manifest.num_rows != upstream.batches + 1:
+        raise ReplayError(f"run {upstream.run_id!r} is not complete ({manifest.num_rows} of "
+                          f"{upstream.batches + 1} batches); replay it first")
+    counts = manifest.sort_by("batch").column("rows_out").to_pylist()
+    return [0, *itertools.accumulate(counts)]
+
+
+def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
+    """The rows of an upstream's output table as the stage ``query`` reads them: the stream's
+    columns, in emission order (batch, then the upstream family's order)."""
+    assert query.upstream is not None
+    order = [("batch", "ascending"), *((c, "ascending") for c in query.upstream.order)]
+    rows = output.sort_by(order) if output.num_rows else output
+    columns = list(query.upstream.stream.columns)
+    return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
+
+
+def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, target: str,
+                      run_id: str) -> int:
+    """Write the stage's input table once (idempotent: an app transaction of the run) from the
+    upstream run's output; its version."""
+    storage = replay.storage
+    source = replay.warehouse.run_table(upstream.run_id, "output")
+    version = storage.version(source)
+    rows = stream_rows(query, storage.read_arrow(source, version))
+    storage.write(rows, target, txn=Txn(f"{run_id}/input", 0),
+                  metadata={UPSTREAM_RUN: upstream.run_id, UPSTREAM_OUTPUT: str(version),
+                            "reprise.run": run_id})
+    return storage.version(target)
+
+
+def upstream_read(replay: Replay, info: RunInfo) -> tuple[str | None, int | None]:
+    """The upstream run a stage's run reads and the version of its output table that was read
+    ((None, None): the run reads a recording)."""
+    storage = replay.storage
+    if not info.input_path.endswith("/input") or not storage.exists(info.input_path):
+        return None, None
+    for entry in storage.history(info.input_path):
+        meta = storage.commit_metadata(entry)
+        if UPSTREAM_RUN in meta:
+            return meta[UPSTREAM_RUN], int(meta[UPSTREAM_OUTPUT])
+    return None, None
+
+
+def upstream_run(replay: Replay, info: RunInfo) -> str | None:
+    """The upstream run a stage's run reads (None: the run reads a recording)."""
+    return upstream_read(replay, info)[0]
+
+
+
+def chain_plan(query: QuerySpec) -> dict:
+    """``reprise plan STAGE --json``: the stages of ``query``'s chain in the order they run,
+    what each reads (with key and event-time columns) and whether it runs fused with its
+    upstream (never: each stage runs after its upstream, over its run's input table)."""
+    stages = [{"query": q.name, "kind": q.kind, "reads": q.input,
+               "reads_kind": "recording" if q.upstream is None else "query",
+               "key": q.key, "time": q.time, "fused_with_upstream": False}
+              for q in query.chain]
+    return {"query": query.name, "stages": stages, "fused": []}
+
+
+def chain_plan_text(plan: dict) -> list[str]:
+    """The lines of ``reprise plan STAGE``."""
+    lines = [f"pipeline of {plan['query']}: {len(plan['stages'])} stages, run in this order"]
+    for number, stage in enumerate(plan["stages"], 1):
+        reads = f"{stage['reads_kind']} {stage['reads']}"
+        how = ("" if stage["reads_kind"] == "recording" else
+               "; not fused: runs after its upstream's run, over its own run's input table")
+        lines.append(f"  {number}. {stage['query']} ({stage['kind']}) reads {reads}, key "
+                     f"{stage['key']}, time {stage['time']}{how}")
+    return lines

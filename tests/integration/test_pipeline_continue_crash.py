@@ -1,0 +1,105 @@
+"""A pipeline replay killed in its upstream's run and again in its downstream's run resumes to
+the uninterrupted result; a chain continued after appends equals a fresh replay of the chain
+(tables as a reader sees them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from helpers import events_table, write_commits
+from test_crash import ROOT, child_env
+from test_pipeline_replay import pipeline_catalog
+
+from engine.catalog import load_catalog
+from jobs.recordings.store import generate_recording
+from jobs.runs.continuation import continue_query
+from jobs.runs.pipeline_stage import upstream_run
+from jobs.runs.replay import Replay
+from jobs.runs.run_info import RunInfo, read_run
+from jobs.warehouse import Warehouse
+
+PLAN = "rows:2000"
+CHAIN = ("vitals_hr_1m", "vitals_tachy_alert")
+
+
+def rows(replay: Replay, run_id: str, table: str = "output") -> list[tuple]:
+    """A run table's rows as a reader sees them (without the bookkeeping columns)."""
+    data = replay.storage.read_arrow(replay.warehouse.run_table(run_id, table))
+    data = data.drop_columns([c for c in ("batch", "final") if c in data.column_names])
+    return sorted((tuple(sorted(r.items())) for r in data.to_pylist()), key=repr)
+
+
+def killed(warehouse: Path, run_id: str, batch: int) -> None:
+    """Run the chain of ``CHAIN[-1]`` in a process that kills itself in run ``run_id``."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "support" / "crash_pipeline.py"), str(warehouse),
+         CHAIN[-1], PLAN, run_id, str(batch)], cwd=ROOT, env=child_env(warehouse),
+        capture_output=True, timeout=900)
+    assert done.returncode == -9, done.stdout.decode() + done.stderr.decode()
+
+
+def test_a_killed_pipeline_replay_resumes_to_the_uninterrupted_result(spark, storage):
+    catalog = load_catalog(ROOT / "schemas")
+    replays = []
+    for name in ("killed", "whole"):
+        warehouse = Warehouse(Path(tempfile.mkdtemp(prefix=f"reprise-pipe-{name}-")))
+        generate_recording(storage, warehouse, catalog, "vitals", keys=12, events=24_000,
+                           seed=4, commits=3)
+        replays.append(Replay(spark, storage, warehouse, catalog))
+    dying, whole = replays
+    upstream, downstream = (dying.default_run_id(q, PLAN) for q in CHAIN)
+    killed(dying.warehouse.root, upstream, 4)
+    assert 0 < dying.manifest(upstream).num_rows < 13
+    killed(dying.warehouse.root, downstream, 4)
+    assert dying.manifest(upstream).num_rows == 13  # (the upstream finished first)
+    assert 0 < dying.manifest(downstream).num_rows < 14
+    dying.run(dying.prepare(CHAIN[-1], plan=PLAN))
+    whole.run(whole.prepare(CHAIN[-1], plan=PLAN))
+    for run_id in (upstream, downstream):
+        for table in ("output", "late", "quarantine"):
+            assert rows(dying, run_id, table) == rows(whole, run_id, table), (run_id, table)
+    assert rows(whole, downstream)
+
+
+def test_a_continued_chain_equals_a_fresh_replay(spark, storage):
+    table = events_table(np.random.default_rng(11), 900)
+    replays = []
+    for name in ("continued", "fresh"):
+        root = Path(tempfile.mkdtemp(prefix=f"reprise-pipe-{name}-"))
+        replays.append(Replay(spark, storage, Warehouse(root / "warehouse"),
+                              pipeline_catalog(root / "schemas")))
+    continued, fresh = replays
+    parts = [(0, 400), (400, 700), (700, 900)]
+    for lo, hi in parts:  # the same commits in both warehouses
+        write_commits(storage, fresh.warehouse.recording("ev"), table.slice(lo, hi - lo), 2)
+    for number, (lo, hi) in enumerate(parts):
+        write_commits(storage, continued.warehouse.recording("ev"), table.slice(lo, hi - lo), 2)
+        if number == 0:
+            continued.run(continued.prepare("ev_w_alerts"))
+        else:
+            result = continue_query(continued, "ev_w_alerts", log=lambda line: None)
+    info = fresh.prepare("ev_w_alerts")
+    fresh.run(info)
+    ours, theirs = chain_runs(continued, result.info), chain_runs(fresh, info)
+    assert len(ours) == len(theirs) == 3
+    for mine, other in zip(ours, theirs, strict=True):
+        for kind in ("output", "late", "quarantine"):
+            assert rows(continued, mine, kind) == rows(fresh, other, kind), (mine, kind)
+    # a fresh replay of the chain beside the continued one: other runs, the same tables
+    again = continued.prepare("ev_w_alerts")
+    continued.run(again)
+    beside = chain_runs(continued, again)
+    assert not set(beside) & set(ours)
+    assert [rows(continued, r) for r in beside] == [rows(continued, r) for r in ours]
+
+
+def chain_runs(replay: Replay, info: RunInfo) -> list[str]:
+    """The runs of ``info``'s chain, the first stage's first."""
+    runs = [info.run_id]
+    while (up := upstream_run(replay, read_run(replay.warehouse, runs[0]))) is not None:
+        runs.insert(0, up)
+    return runs
