@@ -236,6 +236,8 @@ class SharedReplay:
     runner: Replay
     #: Spark tasks started so far, one per part of a group (each reads the group's range once).
     tasks: int = field(default=0, init=False)
+    #: Derived columns computed so far: per group, each part's clusters' definitions once.
+    derived_computed: int = field(default=0, init=False)
 
     def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
                 ) -> list[RunInfo]:
@@ -350,6 +352,9 @@ class SharedReplay:
         tasks = parts(members, first.buckets,
                       work_of(plan, {q: c.family for q, c in contexts.items()}))
         self.tasks += len(tasks)
+        self.derived_computed += sum(
+            d.computed for part in tasks
+            for d in {id(m.derive): m.derive for m in part if m.derive}.values())
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
         return {i.query: reports[i.query] for i in infos}

@@ -72,12 +72,12 @@ def run_both(spark, storage, queries: dict[str, str], names: list[str], plan: st
     for run_id in run_ids:
         report = validate_run(shared, catalog, run_id)
         assert report.ok, (run_id, report.diff, report.late_mismatch)
-    return shared, planned
+    return shared, planned, runner
 
 
 def test_four_global_windows_are_one_pane_group_computed_once_per_batch(spark, storage):
     names = sorted(GLOBALS)
-    shared, (plan, alone) = run_both(spark, storage, GLOBALS, names, "rows:23", seed=4)
+    shared, (plan, alone), _ = run_both(spark, storage, GLOBALS, names, "rows:23", seed=4)
     assert plan is not None and alone == []
     groups = [g for c in plan.clusters for g in c.pane_groups]
     assert [(g.queries, g.pane, g.key) for g in groups] == [(tuple(names), 10_000_000, None)]
@@ -98,7 +98,7 @@ def test_derived_columns_are_computed_once_per_definition_and_kept_apart_by_defi
         spark, storage):
     queries = {**DERIVING, "g_t10": GLOBALS["g_t10"]}
     names = sorted(queries)
-    _, (plan, alone) = run_both(spark, storage, queries, names, "rows:17", seed=6)
+    shared, (plan, alone), runner = run_both(spark, storage, queries, names, "rows:17", seed=6)
     assert plan is not None and alone == []
     derived = {d.queries: d for c in plan.clusters for d in c.derived}
     assert ("d_sel", "d_win") in derived  # one lag, written two ways
@@ -109,6 +109,12 @@ def test_derived_columns_are_computed_once_per_definition_and_kept_apart_by_defi
     assert counters["derived_columns_read"] == 7  # dv, band, dv, dv, half, run, __global
     assert counters["derived_columns_computed"] == sum(len(c.derived) for c in plan.clusters)
     assert counters["derived_columns_computed"] < counters["derived_columns_read"]
+    # the run computed each cluster's definitions once per group of batches
+    info = shared.prepare(names[0], plan="rows:17")
+    groups, first = 0, 0
+    while first <= info.batches:
+        groups, first = groups + 1, shared.group_of(info, first)[-1] + 1
+    assert runner.derived_computed == groups * counters["derived_columns_computed"]
 
 
 CHOICES = [*sorted(GLOBALS), *sorted(DERIVING)]
@@ -124,7 +130,7 @@ def test_random_sets_of_global_and_derived_queries_share_exactly(spark, storage,
     queries = {**GLOBALS, **DERIVING}
     order = list(names)
     rnd.shuffle(order)  # the registration order
-    _, (shared_plan, _) = run_both(spark, storage, {n: queries[n] for n in names}, order, plan,
+    _, (shared_plan, _), _ = run_both(spark, storage, {n: queries[n] for n in names}, order, plan,
                                    seed, rows=90)
     assert shared_plan is not None
     # the plan does not depend on the order the queries are named in
