@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import sqlglot
 from sqlglot import exp
 
+from ..derive import constant_value
 from ..predicate import Pred, conjoin, disjoin
 from ..predicate.form import And, InSet, IsNull, Or
 from ..specs import GLOBAL_KEY
@@ -100,9 +101,15 @@ class SharedColumn:
     streams: tuple[str, ...]
     queries: tuple[str, ...]
 
+    @property
+    def constant(self) -> bool:
+        """Whether the column is a literal (added to the events as they are read, such as the
+        key of ``key: none``), not computed."""
+        return constant_value(self.sql, self.type) is not None
+
     def to_json(self) -> dict:
         return {"sql": self.sql, "type": self.type, "columns": list(self.streams),
-                "queries": list(self.queries)}
+                "queries": list(self.queries), "constant": self.constant}
 
 
 def shared_columns(members: tuple[SharingView, ...] | list[SharingView]

@@ -146,7 +146,7 @@ class SharedPlan:
         query, which starts its stream); how many would share a stream with MATCH only (no
         widening); the pane groups (each computes its panes once per batch) and the windows
         assembled from them; the derived columns the queries read and those the clusters
-        compute (once per definition and cluster)."""
+        compute (once per definition and cluster; constants are added as events are read)."""
         count = {how: sum(1 for o in self.outcomes.values() if o == how)
                  for how in ("match", "merge", "new")}
         groups = [g for c in self.clusters for g in c.pane_groups]
@@ -155,7 +155,8 @@ class SharedPlan:
                 "pane_groups": len(groups),
                 "windows_from_panes": sum(len(g.queries) for g in groups),
                 "derived_columns_read": sum(len(v.derived) for v in self.views),
-                "derived_columns_computed": sum(len(c.derived) for c in self.clusters)}
+                "derived_columns_computed": sum(1 for c in self.clusters for d in c.derived
+                                                if not d.constant)}
 
     def describe(self) -> str:
         """The plan as text for people: clusters, pane groups, residuals, estimates, counters."""

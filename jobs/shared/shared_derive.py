@@ -36,9 +36,15 @@ class ClusterDerive:
 
     @property
     def computed(self) -> int:
-        """The columns computed per group of batches (a definition once)."""
-        return (len({(v, t) for v, t in self.constants.values()})
-                + sum(len(p.program.columns) for p in self.programs))
+        """The columns computed per group of batches (a definition once; constants are added
+        as the events are read)."""
+        return sum(len(p.program.columns) for p in self.programs)
+
+    @property
+    def streams(self) -> frozenset[str]:
+        """The stream names of the computed columns."""
+        return frozenset(name for p in self.programs for name, _, _ in p.program.columns
+                         ) | frozenset(self.aliases)
 
     def add_constants(self, table: pa.Table) -> pa.Table:
         """The input ``table`` with the constant columns."""

@@ -72,15 +72,19 @@ class Member:
     share: SharedPanes | None = None  # its pane group's shared panes (its family's)
     passing: Passing | None = None  # the passing rows of its residual, shared by its filters
     #: Its cluster's derived columns, when it or W reads one; its derived columns (name ->
-    #: stream name); the stream names its residual reads.
+    #: stream name); the stream names its residual reads; whether it reads a computed one
+    #: (not only constants).
     derive: ClusterDerive | None = None
     derived: Mapping[str, str] = field(default_factory=dict)
     reads: tuple[str, ...] = ()
+    computes: bool = False
 
     @property
     def shared(self) -> tuple[object, ...]:
-        """The objects whose work its part shares with other members."""
-        return tuple(s for s in (self.share, self.passing, self.derive) if s is not None)
+        """The objects whose work its part shares with other members (constants are added in
+        every part)."""
+        return tuple(s for s in (self.share, self.passing,
+                                 self.derive if self.computes else None) if s is not None)
 
 
 def sharable(info: RunInfo, query: QuerySpec, recordings: dict[str, RecordingSpec]) -> bool:
@@ -130,6 +134,7 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
         shared.reset()  # (the driver runs the parts one after the other with these objects)
     derives = list({id(m.derive): m.derive for m in members if m.derive}.values())
+    computed = {id(m.derive) for m in members if m.computes}
     columns = recording_columns(members)
     keys = sorted({m.plan.op.key for m in members})
     parts = read_range(files, columns, [k for k in keys if k in columns], lo, hi)
@@ -147,7 +152,8 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     frame = exact_pandas(table, coerce_temporal_nanoseconds=True)
     frame[SEQ] = seq
     for derive in derives:  # each cluster's definitions once, over every event (W or not)
-        frame = derive.add_to(frame, lo)
+        if id(derive) in computed:
+            frame = derive.add_to(frame, lo)
     widened: dict[Pred, np.ndarray] = {}
     streams: dict[tuple, pd.DataFrame] = {}
     splits: dict[tuple, BucketSplit] = {}
@@ -325,9 +331,11 @@ class SharedReplay:
                 ctx = contexts[info.query]
                 derives[id(cluster)] = cluster_derive(
                     cluster.derived, ctx.recordings[ctx.query.input].columns, info.files)
-            needs = derived or streams & cluster.where.columns
+            derive = derives[id(cluster)]
+            needs = set(derived.values()) | (streams & cluster.where.columns)
+            computes = derive is not None and bool(needs & derive.streams)
             member = Member(info.query, step_plan, cluster.where, shares.get(info.query), passes,
-                            derives[id(cluster)] if needs else None, derived, reads)
+                            derive if needs else None, derived, reads, computes)
             prepared[info.run_id] = member, live, version, at.removals
         members = [m for m, *_ in prepared.values()]
         lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
@@ -354,7 +362,7 @@ class SharedReplay:
         self.tasks += len(tasks)
         self.derived_computed += sum(
             d.computed for part in tasks
-            for d in {id(m.derive): m.derive for m in part if m.derive}.values())
+            for d in {id(m.derive): m.derive for m in part if m.computes}.values())
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
         return {i.query: reports[i.query] for i in infos}
