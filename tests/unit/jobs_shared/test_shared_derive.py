@@ -6,6 +6,8 @@ their meaning over stream names."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -84,7 +86,7 @@ def test_renamed_predicates_keep_their_meaning(values, data):
 
 def write_files(tmp_path, table: pa.Table, pieces: int) -> list[dict]:
     files, bounds = [], np.linspace(0, table.num_rows, pieces + 1).astype(int)
-    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
         path = tmp_path / f"part-{i}.parquet"
         pq.write_table(table.slice(a, b - a), path)
         files.append({"uri": str(path), "offset": int(a)})
