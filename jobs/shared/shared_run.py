@@ -112,7 +112,7 @@ def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator],
             alike: dict[tuple, list[str]] = {}
             for q in present:
                 alike.setdefault((id(families[q]), views[q].derived), []).append(q)
-            for (_, _), queries in sorted(alike.items(), key=lambda a: a[1]):
+            for queries in sorted(alike.values()):
                 family = families[queries[0]]
                 shares.update(family.share_panes(group, {q: operators[q] for q in queries}))
     return shares
@@ -136,7 +136,8 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     derives = list({id(m.derive): m.derive for m in members if m.derive}.values())
     computed = {id(m.derive) for m in members if m.computes}
     columns = recording_columns(members)
-    keys = sorted({m.plan.op.key for m in members})
+    # the members' keys (a constant key, a derived column, by its stream name)
+    keys = sorted({m.derived.get(m.plan.op.key, m.plan.op.key) for m in members})
     parts = read_range(files, columns, [k for k in keys if k in columns], lo, hi)
     table = pa.concat_tables([t for t, _ in parts])
     for derive in derives:  # (the constant key of key: none before the buckets)
@@ -159,7 +160,7 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     splits: dict[tuple, BucketSplit] = {}
     out = []
     for m in members:
-        key, time_column = m.plan.op.key, m.plan.time_column
+        key, time_column = m.derived.get(m.plan.op.key, m.plan.op.key), m.plan.time_column
         values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not (
             m.plan.op.codes_keys or m.plan.op.categorical_keys)
         names = {c: m.derived.get(c, c) for c in [*m.plan.recording_columns, *m.reads, SEQ]}
@@ -170,7 +171,8 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
             unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
             rows = widened[m.widened] | unplaced
             streams[stream] = _stream(frame, names, time_column,
-                                      None if rows.all() else np.flatnonzero(rows), key, values)
+                                      None if rows.all() else np.flatnonzero(rows),
+                                      m.plan.op.key, values)
         # the stream's quarantine split and batches, once for the members that agree on it
         split = (*stream, m.plan.op.codes_keys)
         if split not in splits:

@@ -52,6 +52,10 @@ DERIVING = {
               "  aggregates: {n: count(dv), s: sum(dv), lo: min(dv)}\n"),
     "d_other": ("name: d_other\nkind: select\ninput: ev\n" + derive("double", "half")
                 + "where: dv < 80\nquery:\n  columns: [k, dv, half]\n"),
+    # keyed by a constant of its own (the whole recording one group, as key: none)
+    "d_const": ("name: d_const\nkind: window\ninput: ev\nkey: grp\nlateness: 3s\nderive:\n"
+                "  grp: {sql: \"'one'\", type: string}\n"
+                "query:\n  window: {type: tumbling, size: 20s}\n  aggregates: {n: count()}\n"),
     "d_run": ("name: d_run\nkind: window\ninput: ev\nlateness: 3s\n" + derive("running")
               + "where: run > 100\nquery:\n  window: {type: sliding, size: 20s, slide: 10s}\n"
               "  aggregates: {n: count(), hi: max(run)}\n"),
@@ -106,7 +110,7 @@ def test_derived_columns_are_computed_once_per_definition_and_kept_apart_by_defi
     assert len(lag.streams) == 1 and lag.streams[0].startswith("dv@")
     assert derived["d_other",].streams[0] != lag.streams[0]  # another dv
     counters = plan.counters()
-    assert counters["derived_columns_read"] == 7  # dv, band, dv, dv, half, run, __global
+    assert counters["derived_columns_read"] == 8  # dv, band, dv, dv, half, run, grp, __global
     assert counters["derived_columns_computed"] == sum(
         1 for c in plan.clusters for d in c.derived if not d.constant)  # (not __global)
     assert counters["derived_columns_computed"] < counters["derived_columns_read"]
