@@ -169,8 +169,10 @@ class SharedPlan:
                       f"  where   {cluster['where']}",
                       f"  columns {', '.join(cluster['columns'])}"]
             for d in cluster.get("derived", []):
+                how = "a constant added as events are read" if d["constant"] else \
+                    "computed once"
                 lines.append(f"  derived {', '.join(d['columns'])} = {d['sql']} ({d['type']}), "
-                             f"computed once for {', '.join(d['queries'])}")
+                             f"{how} for {', '.join(d['queries'])}")
             for j, g in enumerate(cluster["pane_groups"]):
                 lines.append(f"  panes {j}: {g['pane']} {g['kind']} panes by "
                              f"{g['key'] or '(one group)'} keeping {', '.join(g['states'])}: "

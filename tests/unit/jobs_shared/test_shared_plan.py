@@ -149,6 +149,11 @@ def test_plan_lists_each_derived_definition_once_per_cluster_with_its_members(tm
     assert all(estimates[q]["in_cluster"] <= estimates[q]["alone"] for q in ("ev_d", "w3"))
     again = json.loads(run(schemas, warehouse, "w1", "g", "s2", "w3", "ev_d", "--json").output)
     assert again["plan_hash"] == doc["plan_hash"]
+    text = run(schemas, warehouse, "ev_d", "w3", "s2", "g", "w1").output
+    assert f"derived {lag['columns'][0]} = {lag['sql']} (int), computed once for ev_d, w3" \
+        in text
+    assert "derived __global = 'all' (string), a constant added as events are read for g" \
+        in text
 
 
 def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_path):
