@@ -27,6 +27,8 @@ class OneGroup(WrappedOperator):
 
     def __init__(self, inner: KeyedOperator):
         super().__init__(inner)
+        # (another output schema than the earlier runs' with the key column: another run)
+        self.version = f"{inner.version}-one-group"
         schema = inner.output_schema
         self.output_schema = schema.remove(schema.get_field_index(GLOBAL_KEY))
         self.output_keys = [k for k in inner.output_keys if k != GLOBAL_KEY]
