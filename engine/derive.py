@@ -116,6 +116,20 @@ def compile_derived(derived: Mapping[str, tuple[str, str]], columns: Mapping[str
                           tuple(sorted(compiler.sorted_by)))
 
 
+def constant_value(sql: str, declared: str) -> tuple[object, str] | None:
+    """(value, ``declared``) when ``sql`` is a literal of the declared catalog type (a string,
+    integer, ``TRUE``/``FALSE``), so that the column is that value for every event (such as
+    the constant key of ``key: none``); None otherwise."""
+    e = sqlglot.parse_one(sql, read="spark")
+    if isinstance(e, exp.Literal) and e.is_string and declared == "string":
+        return e.this, declared
+    if isinstance(e, exp.Literal) and e.this.isdigit() and declared == "int":
+        return int(e.this), declared
+    if isinstance(e, exp.Boolean) and declared == "bool":
+        return bool(e.this), declared
+    return None
+
+
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 _RUNNING = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",

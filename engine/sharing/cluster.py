@@ -10,6 +10,7 @@ from ..predicate import And, InSet, Or, Pred, conjoin, disjoin, implies
 from ..predicate import values as V
 from ..predicate.form import in_set
 from .cost import alone_operator_cost, atoms, own_pane, pane_group_cost, scan_cost
+from .derived import SharedColumn, shared_columns
 from .panes import PaneGroup, group_panes, signature
 from .stats import Statistics
 from .view import SharingView
@@ -47,6 +48,11 @@ class Cluster:
 
     def residual(self, name: str) -> Residual:
         return next(r for r in self.residuals if r.query == name)
+
+    @property
+    def derived(self) -> tuple[SharedColumn, ...]:
+        """The derived columns the cluster's stream computes, once per definition."""
+        return shared_columns(self.members)
 
     def pane_group_of(self, name: str) -> int | None:
         return next((i for i, g in enumerate(self.pane_groups) if name in g.queries), None)
@@ -115,7 +121,8 @@ def _build(ordered: list[SharingView], stats: Statistics, where: Pred | None) ->
     groups = group_panes(ordered, residuals, rows_in, stats)
     grouped = {q for g in groups for q in g.queries}
     columns = tuple(sorted(frozenset().union(*(m.columns for m in ordered))))
-    cost = scan_cost(widened, len(columns), [atoms(r) for r in residuals.values()], stats)
+    cost = scan_cost(widened, len(columns), [atoms(r) for r in residuals.values()], stats,
+                     len({d.digest for m in ordered for d in m.derived}))
     cost += sum(pane_group_cost([m for m in ordered if m.name in g.queries], g.pane,
                                 rows_in[g.queries[0]], stats) for g in groups)
     cost += sum(alone_operator_cost(m, rows_in[m.name], stats) for m in ordered

@@ -110,20 +110,23 @@ def pane_group_cost(members: list[SharingView], pane: int, rows_in: float,
     return rows_in + keys * extent / pane + merges
 
 
-def scan_cost(where: Pred, columns: int, residual_atoms: list[int], stats: Statistics
-              ) -> float:
-    """A scan of the recording for one cluster: reading its ``columns`` of every row, evaluating
-    W on every row, then each member's residual on every row of the intermediate stream (the
-    row entering the residual costs 1, each atom of the residual 1). The members' operators
-    are counted separately."""
+def scan_cost(where: Pred, columns: int, residual_atoms: list[int], stats: Statistics,
+              derived: int = 0) -> float:
+    """A scan of the recording for one cluster: reading its ``columns`` of every row, computing
+    its ``derived`` columns (distinct definitions) on every row, evaluating W on every row,
+    then each member's residual on every row of the intermediate stream (the row entering the
+    residual costs 1, each atom of the residual 1). The members' operators are counted
+    separately."""
     n = stats.rows
     kept = stats.selectivity(where) * n
-    return n * columns + n * atoms(where) + kept * sum(1 + a for a in residual_atoms)
+    return (n * columns + n * derived + n * atoms(where)
+            + kept * sum(1 + a for a in residual_atoms))
 
 
 def standalone_cost(view: SharingView, stats: Statistics) -> float:
     """A query on its own: its own scan (its columns of every row, its predicate on every row,
     the passing rows handed on) and its operator."""
     rows_in = stats.selectivity(view.where) * stats.rows
-    return scan_cost(view.where, len(view.columns), [0], stats) \
+    return scan_cost(view.where, len(view.columns), [0], stats,
+                     len({d.digest for d in view.derived})) \
         + alone_operator_cost(view, rows_in, stats)

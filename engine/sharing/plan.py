@@ -99,7 +99,8 @@ class SharedPlan:
     def structure(self) -> dict[str, Any]:
         """The plan without estimates: what the plan hash covers."""
         clusters = [{"queries": list(c.names), "where": c.where.sql, "columns": list(c.columns),
-                     "pane_groups": [_pane_group_json(g) for g in c.pane_groups]}
+                     "pane_groups": [_pane_group_json(g) for g in c.pane_groups],
+                     **({"derived": [d.to_json() for d in c.derived]} if c.derived else {})}
                     for c in self.clusters]
         residuals = {m.name: _residual_json(m, i, c)
                      for i, c in enumerate(self.clusters) for m in c.members}
@@ -142,12 +143,20 @@ class SharedPlan:
 
     def counters(self) -> dict[str, int | None]:
         """How the queries were served: MATCH, widened (MERGE), NEW (each cluster's first
-        query, which starts its stream); and how many would share a stream with MATCH only (no
-        widening)."""
+        query, which starts its stream); how many would share a stream with MATCH only (no
+        widening); the pane groups (each computes its panes once per batch) and the windows
+        assembled from them; the derived columns the queries read and those the clusters
+        compute (once per definition and cluster; constants are added as events are read)."""
         count = {how: sum(1 for o in self.outcomes.values() if o == how)
                  for how in ("match", "merge", "new")}
+        groups = [g for c in self.clusters for g in c.pane_groups]
         return {**count, "shared_with_widening": count["match"] + count["merge"],
-                "shared_match_only": self.shared_match_only}
+                "shared_match_only": self.shared_match_only,
+                "pane_groups": len(groups),
+                "windows_from_panes": sum(len(g.queries) for g in groups),
+                "derived_columns_read": sum(len(v.derived) for v in self.views),
+                "derived_columns_computed": sum(1 for c in self.clusters for d in c.derived
+                                                if not d.constant)}
 
     def describe(self) -> str:
         """The plan as text for people: clusters, pane groups, residuals, estimates, counters."""
@@ -159,6 +168,11 @@ class SharedPlan:
                       f"{est['selectivity']:.4g}, cost {est['cost']:,})",
                       f"  where   {cluster['where']}",
                       f"  columns {', '.join(cluster['columns'])}"]
+            for d in cluster.get("derived", []):
+                how = "a constant added as events are read" if d["constant"] else \
+                    "computed once"
+                lines.append(f"  derived {', '.join(d['columns'])} = {d['sql']} ({d['type']}), "
+                             f"{how} for {', '.join(d['queries'])}")
             for j, g in enumerate(cluster["pane_groups"]):
                 lines.append(f"  panes {j}: {g['pane']} {g['kind']} panes by "
                              f"{g['key'] or '(one group)'} keeping {', '.join(g['states'])}: "
@@ -179,7 +193,10 @@ class SharedPlan:
                   f"{cost['shared']:,} vs {cost['standalone']:,}",
                   f"served: {counters['match']} match, {counters['merge']} merge (widened W), "
                   f"{counters['new']} new (starts a stream); without widening "
-                  f"{counters['shared_match_only']} would share"]
+                  f"{counters['shared_match_only']} would share; {counters['pane_groups']} "
+                  f"pane group(s) serve {counters['windows_from_panes']} window queries; "
+                  f"derived columns: {counters['derived_columns_read']} read, "
+                  f"{counters['derived_columns_computed']} computed"]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

@@ -32,11 +32,13 @@ class Statistics:
     def selectivity(self, pred: Pred) -> float:
         """The estimated fraction of rows passing ``pred``: (matches + 0.5) / (n + 1) on the
         sample (never 0 or 1, so that a small sample does not rule anything out), 1 for TRUE,
-        :data:`DEFAULT_SELECTIVITY` without a sample."""
+        :data:`DEFAULT_SELECTIVITY` without a sample or when ``pred`` reads a column the sample
+        lacks (a derived column)."""
         if pred == TRUE:
             return 1.0
         if pred not in self._cache:
-            if self.sample is None or len(self.sample) == 0:
+            if (self.sample is None or len(self.sample) == 0
+                    or not pred.columns <= set(self.sample.columns)):  # (a derived column)
                 self._cache[pred] = DEFAULT_SELECTIVITY
             else:
                 hits = int(pred.evaluate(self.sample).sum())

@@ -57,13 +57,30 @@ class WindowView:
     emit: str = "close"
 
 
+@dataclass(frozen=True, order=True)
+class DerivedColumn:
+    """One derived column of a query as its cluster's stream carries it: ``stream`` its column
+    name in the stream, ``name`` the query's name for it, ``sql`` its definition (canonical
+    Spark SQL, the derived columns it reads inlined), ``type`` its catalog type,
+    ``partition`` the column its window functions are partitioned by (None without any)."""
+
+    stream: str
+    name: str
+    sql: str
+    type: str
+    partition: str | None
+    digest: str
+
+
 @dataclass(frozen=True)
 class SharingView:
     """The planner's view of a query on one recording.
 
     ``where``: the row predicate (TRUE for none); ``columns``: every input column the query
     reads (its ``where`` included); for window queries ``window``, ``key`` (None: one group),
-    ``aggregates`` and ``having`` (the predicate over aggregate outputs, or None)."""
+    ``aggregates`` and ``having`` (the predicate over aggregate outputs, or None);
+    ``derived``: its derived columns, which ``where``, ``columns``, ``key`` and ``aggregates``
+    name by their stream names (:func:`engine.sharing.derived.with_derived`)."""
 
     name: str
     columns: frozenset[str]
@@ -74,6 +91,7 @@ class SharingView:
     having: Pred | None = None
     #: The recording the query reads (queries of one plan read the same recording).
     recording: str = ""
+    derived: tuple[DerivedColumn, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", frozenset(self.columns) | self.where.columns)

@@ -13,6 +13,7 @@ from ..sharing.cost import StepWork
 from ..specs import GLOBAL_KEY, QuerySpec, RecordingSpec
 from .count import CountWindow
 from .having import HavingOperator
+from .one_group import OneGroup, without_key
 from .query_block import parse_window_query
 from .reference import window_reference, window_updates_reference
 from .session import SessionWindow
@@ -28,9 +29,10 @@ OPERATORS = {"tumbling": TumblingWindow, "sliding": SlidingWindow, "session": Se
 
 def window_operator(spec: WindowSpec, name: str) -> KeyedOperator:
     """The operator of ``spec``: its window kind's, emitting only rows that pass its
-    ``having``."""
+    ``having``, without the constant key column of ``key: none``."""
     op = OPERATORS[spec.kind](spec, name=name)
-    return op if spec.having is None else HavingOperator(op, spec.having)
+    op = op if spec.having is None else HavingOperator(op, spec.having)
+    return OneGroup(op) if spec.key == GLOBAL_KEY else op
 
 
 class WindowFamily(QueryFamily):
@@ -50,7 +52,8 @@ class WindowFamily(QueryFamily):
     def reference(self, query: QuerySpec, recordings: dict[str, RecordingSpec],
                   op: KeyedOperator, cuts: list[int] | None) -> Reference:
         spec = self.parse(query, self.input_recording(query, recordings))
-        columns = op.output_schema.names
+        # the operators' rows, the constant key of ``key: none`` first (then left out)
+        columns = [*([GLOBAL_KEY] if spec.key == GLOBAL_KEY else []), *op.output_schema.names]
 
         def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
             if spec.emit == "updates":
@@ -58,9 +61,10 @@ class WindowFamily(QueryFamily):
                     raise ValueError(f"{query.name}: the updates-mode reference needs the "
                                      "batch plan")
                 rows, late = window_updates_reference(events, spec, cuts)
-                return pd.DataFrame(rows, columns=[*columns, "batch"], dtype=object), late, []
+                return without_key(pd.DataFrame(rows, columns=[*columns, "batch"],
+                                                dtype=object)), late, []
             rows, late = window_reference(events, spec)  # object: ints next to nulls stay exact
-            return pd.DataFrame(rows, columns=columns, dtype=object), late, []
+            return without_key(pd.DataFrame(rows, columns=columns, dtype=object)), late, []
 
         return run
 
@@ -89,7 +93,7 @@ class WindowFamily(QueryFamily):
         order and its final row is identified apart from them."""
         spec = self.parse(query, self.input_recording(query, recordings))
         ident = OPERATORS[spec.kind].ident
-        columns = (spec.key, "window_start", "window_end",
+        columns = (*([spec.key] if spec.key != GLOBAL_KEY else []), "window_start", "window_end",
                    *([ident] if ident != "window_start" else []),
                    *(["final"] if spec.emit == "updates" else []))
         return RowIdentity(columns=columns)

@@ -22,6 +22,7 @@ from ..filtered import WrappedOperator
 from ..lateness import Arrivals, Marks, split_batch
 from ..operator import SEQ, KeyedOperator, StepResult
 from .having import HavingOperator
+from .one_group import OneGroup
 from .partials import Count, Extreme, Partial, Sum
 from .segments import Columns, Segments
 from .sliding import SlidingWindow
@@ -30,9 +31,11 @@ from .tumbling import TumblingWindow
 
 
 def shareable_window(op: KeyedOperator) -> TimeWindow | None:
-    """The window operator of ``op`` (itself, or behind its ``having:``) when it can take its
-    slices from shared panes: a tumbling or sliding window whose partials all merge exactly."""
-    window = op.inner if isinstance(op, HavingOperator) else op
+    """The window operator of ``op`` (itself, or behind its ``having:`` or ``key: none``) when
+    it can take its slices from shared panes: a tumbling or sliding window whose partials all
+    merge exactly."""
+    window = op.inner if isinstance(op, OneGroup) else op
+    window = window.inner if isinstance(window, HavingOperator) else window
     if isinstance(window, (TumblingWindow, SlidingWindow)) and all(
             isinstance(p, (Count, Extreme)) or (isinstance(p, Sum) and p.exact)
             for p in window.plan.partials):
@@ -45,8 +48,11 @@ def with_share(op: KeyedOperator, share: PaneShare) -> KeyedOperator:
     window = shareable_window(op)
     if window is None:
         raise ValueError(f"operator {op.name} cannot take its slices from shared panes")
-    member = PaneMember(window, share)
-    return HavingOperator(member, op.having) if isinstance(op, HavingOperator) else member
+    member: KeyedOperator = PaneMember(window, share)
+    having = op.inner if isinstance(op, OneGroup) else op
+    if isinstance(having, HavingOperator):
+        member = HavingOperator(member, having.having)
+    return OneGroup(member) if isinstance(op, OneGroup) else member
 
 
 @dataclass

@@ -12,7 +12,7 @@ however the batches are grouped. Expressions outside what the evaluator supports
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,9 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.fs  # pa.fs
 import pyarrow.parquet as pq
 
-from engine.derive import DerivedProgram, Unsupported, compile_derived
+from engine.derive import DerivedProgram, Unsupported, compile_derived, constant_value
 from engine.errors import RepriseError
 from engine.operator import SEQ, exact_pandas
+from engine.specs import COLUMN_TYPES
 from jobs.execution.key_codes import arrow_key_codes
 from jobs.runs.run_context import RunContext
 
@@ -36,17 +37,26 @@ class WorkerDerive:
     #: The input files (``plans.InputFile`` dicts) from the first event on: a worker reads the
     #: events before its group's range from them.
     files: tuple[dict, ...]
+    #: Constant columns (name -> (value, catalog type)), such as the key of ``key: none``: added
+    #: to the input tables as they are read (:meth:`with_constants`), before the buckets.
+    constants: Mapping[str, tuple[object, str]] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(name for name, _, _ in self.program.columns)
+        return (*self.constants, *(name for name, _, _ in self.program.columns))
+
+    def with_constants(self, table: pa.Table) -> pa.Table:
+        """``table`` (input rows) with the constant columns."""
+        return with_constants(table, self.constants)
 
     def add_to(self, events: pd.DataFrame, lo: int, mine: Callable[[pa.Table], np.ndarray]
                ) -> pd.DataFrame:
         """``events`` (one bucket's, arrival range from ``lo``, in arrival order) with the
         derived columns; ``mine(table)`` selects the bucket's rows of an input table."""
         state = self.program.init()
-        before = self._before(lo, mine) if len(events) else pd.DataFrame()
+        # (only window functions need the events before the range)
+        before = (self._before(lo, mine) if len(events) and self.program.windows
+                  else pd.DataFrame())
         if len(before):
             _, state = self.program.step(state, before)
         derived, _ = self.program.step(state, events)
@@ -62,7 +72,9 @@ class WorkerDerive:
         for f in self.files:
             if f["offset"] >= lo:
                 break
-            table = _read(f["uri"], list(dict.fromkeys(columns)), [self.program.key])
+            table = self.with_constants(_read(
+                f["uri"], [c for c in dict.fromkeys(columns) if c not in self.constants],
+                [self.program.key]))
             seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
             keep = (seq < lo) & mine(table)
             tables.append(table.filter(pa.array(keep)).append_column(SEQ, pa.array(seq[keep])))
@@ -77,22 +89,36 @@ def _read(uri: str, columns: list[str], dictionary: list[str] | None = None) -> 
     return pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=dictionary)
 
 
+def with_constants(table: pa.Table, constants: Mapping[str, tuple[object, str]]) -> pa.Table:
+    """``table`` with each constant column (name -> (value, catalog type))."""
+    for name, (value, declared) in constants.items():
+        table = table.append_column(name, pa.array([value] * table.num_rows,
+                                                   type=COLUMN_TYPES[declared]))
+    return table
+
+
 def worker_derive(derived: Mapping[str, tuple[str, str]], columns: Mapping[str, str], key: str,
                   files: list[dict], check_order: bool = True) -> WorkerDerive | str:
     """The workers' evaluator of ``derived`` over the recording ``columns`` keyed by ``key``
-    (a recording column), or why the run needs Spark SQL for them. ``check_order``: read the
-    pinned input to check the orders the program assumes (done once, when the run is
-    prepared)."""
-    if key not in columns:
+    (a recording column or a constant one), or why the run needs Spark SQL for them.
+    ``check_order``: read the pinned input to check the orders the program assumes (done once,
+    when the run is prepared)."""
+    constants = {name: value for name, (sql, declared) in derived.items()
+                 if (value := constant_value(sql, declared)) is not None}
+    if key not in columns and key not in constants:
         return f"the key {key!r} is itself derived"
+    rest = {name: d for name, d in derived.items() if name not in constants}
     try:
-        program = compile_derived(derived, columns, key)
+        program = compile_derived(rest, {**columns, **{n: t for n, (_, t) in
+                                                       constants.items()}}, key)
     except Unsupported as exc:
         return str(exc)
+    if key in constants and program.windows:
+        return f"a window function partitioned by the constant key {key!r}"
     for column in program.sorted_by if check_order else ():
         if problem := _out_of_order(files, key, column):
             return problem
-    return WorkerDerive(program, tuple(files))
+    return WorkerDerive(program, tuple(files), constants)
 
 
 def _out_of_order(files: list[dict], key: str, column: str) -> str | None:

@@ -58,8 +58,12 @@ def range_events(plan: StepPlan, files: list[dict], buckets: int
     key = plan.op.key
     derived = plan.derive.names if plan.derive else ()
     columns = [c for c in plan.recording_columns if c not in derived]
-    return [(table, seq, key_buckets(table.column(key), buckets)) for table, seq in read_range(
-        files, columns, [key], plan.batches[0][1], plan.batches[-1][2])]
+    out = []
+    for table, seq in read_range(files, columns, [key] if key in columns else [],
+                                 plan.batches[0][1], plan.batches[-1][2]):
+        table = plan.derive.with_constants(table) if plan.derive else table
+        out.append((table, seq, key_buckets(table.column(key), buckets)))
+    return out
 
 
 def read_range(files: list[dict], columns: Sequence[str], dictionary: list[str], lo: int,

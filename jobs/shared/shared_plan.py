@@ -17,7 +17,9 @@ from engine.errors import RepriseError
 from engine.operator import exact_pandas
 from engine.registry import family_of
 from engine.sharing import SharedPlan, SharingView, Statistics, plan_queries
-from engine.specs import QuerySpec
+from engine.sharing.derived import with_derived
+from engine.specs import QuerySpec, RecordingSpec
+from jobs.execution.derived_columns import worker_derive
 from jobs.warehouse import Warehouse
 
 #: Rows of the recording's latest snapshot the selectivities, key counts and time span are
@@ -56,14 +58,19 @@ def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
     return queries
 
 
-def on_its_own(query: QuerySpec) -> str | None:
-    """Why ``query`` is replayed on its own beside a shared run (None: it can share a scan)."""
+def on_its_own(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> str | None:
+    """Why ``query`` is replayed on its own beside a shared run (None: it can share a scan);
+    ``recordings``: the catalog's. Derived columns share the scan when the workers compute
+    them (:func:`~jobs.execution.derived_columns.worker_derive`)."""
     if not family_of(query.kind, query.source).single_input:
         return (f"an {query.kind} query reads merged recordings, which a scan of one recording "
                 "does not give")
     if query.derived:
-        return ("its derived columns (derive:, or the constant key of key: none) are computed "
-                "by Spark, not by the shared scan")
+        found = worker_derive(query.derived, recordings[query.input].columns, query.key, [],
+                              check_order=False)
+        if isinstance(found, str):
+            return (f"its derived columns need Spark SQL ({found}), which the shared scan does "
+                    "not run")
     return None
 
 
@@ -73,8 +80,9 @@ def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
     be named once."""
     named_once(names)
     queries = one_recording(catalog, names)
-    return [family_of(q.kind, q.source).sharing_view(q, catalog.recordings) for q in queries
-            if on_its_own(q) is None]
+    return [with_derived(family_of(q.kind, q.source).sharing_view(q, catalog.recordings),
+                         q.derived)
+            for q in queries if on_its_own(q, catalog.recordings) is None]
 
 
 def _data_files(path: str) -> list[tuple[str, int]]:
@@ -134,7 +142,8 @@ def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> Sha
 
 def plan_json(catalog: Catalog, plan: SharedPlan, names: list[str]) -> dict:
     """``plan.to_json()`` and ``on_its_own``: the named queries left out of it, with why."""
-    alone = {n: why for n in names if (why := on_its_own(catalog.query(n))) is not None}
+    alone = {n: why for n in names
+             if (why := on_its_own(catalog.query(n), catalog.recordings)) is not None}
     return {**plan.to_json(), "on_its_own": alone}
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -36,7 +36,7 @@ from engine.filtered import FilteredOperator, Passing
 from engine.operator import SEQ, TIME, KeyedOperator, exact_pandas
 from engine.predicate import TRUE, Pred
 from engine.sharing import SharedPlan
-from engine.specs import QuerySpec
+from engine.specs import QuerySpec, RecordingSpec
 from jobs.execution.arrival import overlapping
 from jobs.execution.bucketing import key_buckets
 from jobs.execution.direct_exchange import per_task, read_range
@@ -54,6 +54,7 @@ from jobs.runs.listing import resume_note
 from jobs.runs.replay import Replay
 from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import RunInfo
+from jobs.shared.shared_derive import ClusterDerive, cluster_derive
 from jobs.shared.shared_plan import named_once, on_its_own, one_recording, shared_plan
 from jobs.shared.shared_work import work_of
 
@@ -70,12 +71,26 @@ class Member:
     widened: Pred
     share: SharedPanes | None = None  # its pane group's shared panes (its family's)
     passing: Passing | None = None  # the passing rows of its residual, shared by its filters
+    #: Its cluster's derived columns, when it or W reads one; its derived columns (name ->
+    #: stream name); the stream names its residual reads; whether it reads a computed one
+    #: (not only constants).
+    derive: ClusterDerive | None = None
+    derived: Mapping[str, str] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    computes: bool = False
+
+    @property
+    def shared(self) -> tuple[object, ...]:
+        """The objects whose work its part shares with other members (constants are added in
+        every part)."""
+        return tuple(s for s in (self.share, self.passing,
+                                 self.derive if self.computes else None) if s is not None)
 
 
-def sharable(info: RunInfo, query: QuerySpec) -> bool:
+def sharable(info: RunInfo, query: QuerySpec, recordings: dict[str, RecordingSpec]) -> bool:
     """Whether run ``info`` of ``query`` can join a shared scan: a query that can share
     (:func:`~jobs.shared.shared_plan.on_its_own`), read with the direct exchange."""
-    return info.exchange == "direct" and on_its_own(query) is None
+    return info.exchange == "direct" and on_its_own(query, recordings) is None
 
 
 def _scan_of(info: RunInfo) -> tuple:
@@ -86,22 +101,29 @@ def _scan_of(info: RunInfo) -> tuple:
 def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator],
                 families: dict[str, QueryFamily]) -> dict[str, SharedPanes]:
     """Query -> the shared panes of its pane group, as the queries' family shares them
-    (:meth:`~engine.family.QueryFamily.share_panes`; the others run their own operators)."""
+    (:meth:`~engine.family.QueryFamily.share_panes`; the others run their own operators).
+    Members share panes only with those that name their derived columns alike (the panes'
+    partials are named by the operators' column names)."""
     shares = {}
+    views = {v.name: v for v in plan.views}
     for cluster in plan.clusters:
         for group in cluster.pane_groups:
             present = [q for q in group.queries if q in operators]
-            for family in {id(families[q]): families[q] for q in present}.values():
-                shares.update(family.share_panes(group, {q: operators[q] for q in present
-                                                         if families[q] is family}))
+            alike: dict[tuple, list[str]] = {}
+            for q in present:
+                alike.setdefault((id(families[q]), views[q].derived), []).append(q)
+            for queries in sorted(alike.values()):
+                family = families[queries[0]]
+                shares.update(family.share_panes(group, {q: operators[q] for q in queries}))
     return shares
 
 
 def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.DataFrame:
     """The worker side of a shared job, for its part of the members (:func:`parts`): read the
-    range once, apply each cluster's W once, and step each member's operator over the keys of
-    every bucket as one (the operators work key by key; each batch writes one state file of
-    every bucket: :func:`~jobs.execution.keyed_steps.run_bucket`)."""
+    range once, compute each cluster's derived columns once, apply each cluster's W once, and
+    step each member's operator over the keys of every bucket as one (the operators work key
+    by key; each batch writes one state file of every bucket:
+    :func:`~jobs.execution.keyed_steps.run_bucket`)."""
     first = members[0].plan
     lo, hi = first.batches[0][1], first.batches[-1][2]
     if not files:
@@ -111,9 +133,15 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
                         .assign(**{QUERY: m.name}) for m in members])
     for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
         shared.reset()  # (the driver runs the parts one after the other with these objects)
-    keys = sorted({m.plan.op.key for m in members})
-    parts = read_range(files, first.recording_columns, keys, lo, hi)
+    derives = list({id(m.derive): m.derive for m in members if m.derive}.values())
+    computed = {id(m.derive) for m in members if m.computes}
+    columns = recording_columns(members)
+    # the members' keys (a constant key, a derived column, by its stream name)
+    keys = sorted({m.derived.get(m.plan.op.key, m.plan.op.key) for m in members})
+    parts = read_range(files, columns, [k for k in keys if k in columns], lo, hi)
     table = pa.concat_tables([t for t, _ in parts])
+    for derive in derives:  # (the constant key of key: none before the buckets)
+        table = derive.add_constants(table)
     seq = np.concatenate([s for _, s in parts])
     # key -> events per batch and bucket, W or not
     by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets), seq, buckets)
@@ -124,22 +152,27 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     # nanosecond timestamps, as the standalone direct exchange hands them to the operators
     frame = exact_pandas(table, coerce_temporal_nanoseconds=True)
     frame[SEQ] = seq
+    for derive in derives:  # each cluster's definitions once, over every event (W or not)
+        if id(derive) in computed:
+            frame = derive.add_to(frame, lo)
     widened: dict[Pred, np.ndarray] = {}
     streams: dict[tuple, pd.DataFrame] = {}
     splits: dict[tuple, BucketSplit] = {}
     out = []
     for m in members:
-        key, time_column = m.plan.op.key, m.plan.time_column
+        key, time_column = m.derived.get(m.plan.op.key, m.plan.op.key), m.plan.time_column
         values = isinstance(frame[key].dtype, pd.CategoricalDtype) and not (
             m.plan.op.codes_keys or m.plan.op.categorical_keys)
-        stream = (m.widened, key, time_column, values)
+        names = {c: m.derived.get(c, c) for c in [*m.plan.recording_columns, *m.reads, SEQ]}
+        stream = (m.widened, key, time_column, values, tuple(names.items()))
         if stream not in streams:  # each cluster's W, and its members' events, once per key
             if m.widened not in widened:
                 widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
             unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
             rows = widened[m.widened] | unplaced
-            streams[stream] = _stream(frame, first.recording_columns, time_column,
-                                      None if rows.all() else np.flatnonzero(rows), key, values)
+            streams[stream] = _stream(frame, names, time_column,
+                                      None if rows.all() else np.flatnonzero(rows),
+                                      m.plan.op.key, values)
         # the stream's quarantine split and batches, once for the members that agree on it
         split = (*stream, m.plan.op.codes_keys)
         if split not in splits:
@@ -149,13 +182,19 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     return _concat(out)
 
 
-def _stream(frame: pd.DataFrame, columns: list[str], time_column: str,
+def recording_columns(members: list[Member]) -> list[str]:
+    """The recording columns the members read (their derived columns are computed)."""
+    return sorted({c for m in members for c in m.plan.recording_columns if c not in m.derived})
+
+
+def _stream(frame: pd.DataFrame, names: Mapping[str, str], time_column: str,
             rows: np.ndarray | None, key: str, values: bool) -> pd.DataFrame:
     """The events of a shared stream: ``frame``'s ``rows`` (None: all of them, its arrays
-    taken as they are, not copied) with the recording's ``columns``, the arrival sequence and
-    ``time_column`` as the event time; ``values``: the key as plain values, as the direct
-    exchange hands a categorical key column to an operator that wants values."""
-    names = {c: c for c in [*columns, SEQ]} | {TIME: f"{TIME}:{time_column}"}
+    taken as they are, not copied) with the columns ``names`` (stream column -> frame column:
+    a derived column's stream name), the arrival sequence and ``time_column`` as the event
+    time; ``values``: the key as plain values, as the direct exchange hands a categorical key
+    column to an operator that wants values."""
+    names = {**names, TIME: f"{TIME}:{time_column}"}
     arrays = {name: frames.values(frame[c]) if rows is None else frames.take(frame[c], rows)
               for name, c in names.items()}
     if values:
@@ -166,13 +205,13 @@ def _stream(frame: pd.DataFrame, columns: list[str], time_column: str,
 def parts(members: list[Member], count: int,
           work: Callable[[list[Member]], float] = len) -> list[list[Member]]:
     """``members`` in at most ``count`` parts of about equal ``work`` (default: as many
-    members), one Spark task each, in member order; the members of one pane group or residual
-    filter stay in one part (they share its work). The units, heaviest first, each go to the
-    lightest part so far."""
+    members), one Spark task each, in member order; the members of one pane group, residual
+    filter or cluster's derived columns stay in one part (they share its work). The units,
+    heaviest first, each go to the lightest part so far."""
     units: list[list[Member]] = []
     unit_of: dict[int, int] = {}  # shared object -> its unit
     for m in members:
-        ids = [id(s) for s in (m.share, m.passing) if s is not None]
+        ids = [id(s) for s in m.shared]
         found = sorted({unit_of[i] for i in ids if i in unit_of})
         if not found:
             units.append([])
@@ -205,6 +244,8 @@ class SharedReplay:
     runner: Replay
     #: Spark tasks started so far, one per part of a group (each reads the group's range once).
     tasks: int = field(default=0, init=False)
+    #: Derived columns computed so far: per group, each part's clusters' definitions once.
+    derived_computed: int = field(default=0, init=False)
 
     def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
                 ) -> list[RunInfo]:
@@ -215,7 +256,8 @@ class SharedReplay:
         """The shared plan of the runs that can share a scan (None when fewer than two), and
         the runs replayed on their own."""
         catalog = self.runner.catalog
-        candidates = [i for i in infos if sharable(i, catalog.query(i.query))]
+        candidates = [i for i in infos
+                      if sharable(i, catalog.query(i.query), catalog.recordings)]
         shared = [i for i in candidates if _scan_of(i) == _scan_of(candidates[0])]
         alone = [i for i in infos if i not in shared]
         if len(shared) < 2:
@@ -267,6 +309,8 @@ class SharedReplay:
         inner = {q: c.family.operator(c.query, c.recordings) for q, c in contexts.items()}
         shares = pane_shares(plan, inner, {q: c.family for q, c in contexts.items()})
         filters: dict[Pred, Passing] = {}  # by residual
+        derives: dict[int, ClusterDerive | None] = {}  # by cluster
+        views = {v.name: v for v in plan.views}
         prepared = {}
         for info, at in zip(infos, progress, strict=True):
             version = at.state_version
@@ -281,7 +325,19 @@ class SharedReplay:
                 op = FilteredOperator(op, residual, passes)
             step_plan, live = runner.step_plan(info, contexts[info.query], op, group, version,
                                                attempt)
-            member = Member(info.query, step_plan, cluster.where, shares.get(info.query), passes)
+            view = views[info.query]
+            derived = {d.name: d.stream for d in view.derived}
+            streams = {s for d in cluster.derived for s in d.streams}
+            reads = tuple(sorted(streams & (residual.columns | cluster.where.columns)))
+            if id(cluster) not in derives:
+                ctx = contexts[info.query]
+                derives[id(cluster)] = cluster_derive(
+                    cluster.derived, ctx.recordings[ctx.query.input].columns, info.files)
+            derive = derives[id(cluster)]
+            needs = set(derived.values()) | (streams & cluster.where.columns)
+            computes = derive is not None and bool(needs & derive.streams)
+            member = Member(info.query, step_plan, cluster.where, shares.get(info.query), passes,
+                            derive if needs else None, derived, reads, computes)
             prepared[info.run_id] = member, live, version, at.removals
         members = [m for m, *_ in prepared.values()]
         lo, hi = members[0].plan.batches[0][1], members[0].plan.batches[-1][2]
@@ -306,6 +362,9 @@ class SharedReplay:
         tasks = parts(members, first.buckets,
                       work_of(plan, {q: c.family for q, c in contexts.items()}))
         self.tasks += len(tasks)
+        self.derived_computed += sum(
+            d.computed for part in tasks
+            for d in {id(m.derive): m.derive for m in part if m.computes}.values())
         with ThreadPoolExecutor(len(tasks)) as pool:
             reports = {q: r for done in pool.map(run_part, tasks) for q, r in done.items()}
         return {i.query: reports[i.query] for i in infos}

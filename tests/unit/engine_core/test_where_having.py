@@ -129,8 +129,11 @@ def test_key_none_is_one_group_for_the_whole_recording():
     events[GLOBAL_KEY] = GLOBAL_VALUE  # what the runner derives for every event
     rows, late = run(query, events, [1, 3])
     assert late == []
-    assert [r[0] for r in rows] == [GLOBAL_VALUE] * 2
-    assert [r[3:5] for r in rows] == [(3, 7), (1, 8)]  # every key's events in one window
+    op = operator_for(query, RECORDINGS)
+    assert GLOBAL_KEY not in op.output_schema.names  # no key column in the output
+    assert op.output_schema.names[:2] == ["window_start", "window_end"]
+    assert GLOBAL_KEY not in family_of("window").row_identity(query, RECORDINGS).columns
+    assert [r[2:4] for r in rows] == [(3, 7), (1, 8)]  # every key's events in one window
     assert rows == reference(query, events)[0]
     read = family_of("window").run_columns(query, RECORDINGS)
     assert GLOBAL_KEY in read and "k" not in read

@@ -30,6 +30,18 @@ QUERIES = {
            "  aggregates: {n: count(), hi: max(v)}\n  having: n > 2\n"),
     "g": ("name: g\nkind: window\ninput: ev\nkey: none\nlateness: 3s\nquery:\n"
           "  window: {type: tumbling, size: 10s}\n  aggregates: {n: count()}\n"),
+    # ev_d's dv, written otherwise (the same parsed expression and type)
+    "w3": ("name: w3\nkind: window\ninput: ev\nlateness: 3s\nderive:\n"
+           "  dv: {sql: 'v  -  LAG(v) OVER (PARTITION BY k ORDER BY __seq)', type: int}\n"
+           "query:\n  window: {type: tumbling, size: 10s}\n  aggregates: {s: sum(dv)}\n"),
+    # another dv
+    "s2": ("name: s2\nkind: select\ninput: ev\nderive:\n"
+           "  dv: {sql: 'coalesce(v, 0) * 2', type: int}\nwhere: dv < 50\n"
+           "query:\n  columns: [k, dv]\n"),
+    # a derived column only Spark SQL computes
+    "sq": ("name: sq\nkind: select\ninput: ev\nderive:\n"
+           "  day: {sql: \"date_format(ts, 'yyyy-MM-dd')\", type: string}\n"
+           "query:\n  columns: [k, day]\n"),
 }
 
 
@@ -92,25 +104,56 @@ def test_queries_on_different_recordings_say_which_each_reads():
     assert "vitals_hr_1m reads vitals" in result.output and "ads_10s reads ads" in result.output
 
 
-def test_spj_and_derived_column_queries_stand_alone_and_say_why(tmp_path):
+def test_spark_sql_derived_columns_and_spj_queries_stand_alone_and_say_why(tmp_path):
     schemas, warehouse = setup(tmp_path)
-    result = run(schemas, warehouse, "s1", "w1", "g", "ev_d", "--json")
+    result = run(schemas, warehouse, "s1", "w1", "g", "ev_d", "sq", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    assert set(doc["on_its_own"]) == {"g", "ev_d"}  # key: none and derive: are derived columns
-    assert sorted(doc["residuals"]) == ["s1", "w1"]
-    text = run(schemas, warehouse, "s1", "w1", "g").output
-    assert "g: on its own: its derived columns" in text
+    assert set(doc["on_its_own"]) == {"sq"}  # key: none and worker-computed derive: share
+    assert sorted(doc["residuals"]) == ["ev_d", "g", "s1", "w1"]
+    text = run(schemas, warehouse, "s1", "w1", "sq").output
+    assert "sq: on its own: its derived columns need Spark SQL (day: " in text
     # none of them can share: an empty plan, each listed on its own, as `replay` runs them
-    result = run(schemas, warehouse, "g", "ev_d", "--json")
+    result = run(schemas, warehouse, "sq", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["clusters"] == [] and doc["residuals"] == {}
-    assert set(doc["on_its_own"]) == {"g", "ev_d"}
+    assert set(doc["on_its_own"]) == {"sq"}
     alone = CliRunner().invoke(app, ["plan", "vitals_spo2_histogram", "--catalog",
                                      str(SCHEMAS)])
     assert alone.exit_code == 0, alone.output
     assert "vitals_spo2_histogram: on its own: an spj query" in alone.output
+
+
+def test_plan_lists_each_derived_definition_once_per_cluster_with_its_members(tmp_path):
+    schemas, warehouse = setup(tmp_path)
+    doc = json.loads(run(schemas, warehouse, "ev_d", "w3", "s2", "g", "w1", "--json").output)
+    cluster = next(c for c in doc["clusters"] if "ev_d" in c["queries"])
+    assert "w3" in cluster["queries"]
+    derived = {tuple(d["queries"]): d for c in doc["clusters"] for d in c.get("derived", [])}
+    lag = derived["ev_d", "w3"]  # one definition, written two ways: one column
+    assert lag["type"] == "int" and len(lag["columns"]) == 1
+    assert lag["columns"][0].startswith("dv@") and "LAG" in lag["sql"].upper()
+    other = derived["s2",]  # another definition of dv: another column
+    assert other["columns"][0].startswith("dv@") and other["columns"] != lag["columns"]
+    assert derived["g",]["columns"] == ["__global"]  # the constant key of key: none
+    assert doc["residuals"]["s2"]["where"] == f'"{other["columns"][0]}" <= 49'  # its own dv
+    counters = doc["counters"]
+    assert counters["derived_columns_read"] == 4  # dv (ev_d, w3, s2), __global (g)
+    assert derived["g",]["constant"] and not lag["constant"]  # added as events are read
+    assert counters["derived_columns_computed"] == sum(
+        1 for c in doc["clusters"] for d in c.get("derived", []) if not d["constant"])
+    assert counters["derived_columns_computed"] == 2  # the two dv, whatever the clusters
+    # the cost model counts the shared dv once: ev_d's and w3's scans each compute it alone
+    estimates = doc["estimates"]["queries"]
+    assert all(estimates[q]["in_cluster"] <= estimates[q]["alone"] for q in ("ev_d", "w3"))
+    again = json.loads(run(schemas, warehouse, "w1", "g", "s2", "w3", "ev_d", "--json").output)
+    assert again["plan_hash"] == doc["plan_hash"]
+    text = run(schemas, warehouse, "ev_d", "w3", "s2", "g", "w1").output
+    assert f"derived {lag['columns'][0]} = {lag['sql']} (int), computed once for ev_d, w3" \
+        in text
+    assert "derived __global = 'all' (string), a constant added as events are read for g" \
+        in text
 
 
 def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_path):
