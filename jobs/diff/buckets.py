@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
@@ -35,20 +34,32 @@ def bucket_count(rows: int) -> int:
     return max(1, math.ceil(rows / ROWS_PER_BUCKET))
 
 
-def column_hashes(column: pa.ChunkedArray) -> np.ndarray:
-    """A stable 64-bit hash of each value of ``column``, equal for equal values (nulls
-    included): numbers and times hashed as they are, other values (text) once per distinct
-    value."""
+def column_values(column: pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit word for each value of ``column``, equal for equal values (nulls included):
+    numbers and times as their bits (a double's ``-0.0`` as ``0.0``), other values (text) a
+    hash of each distinct value."""
     kind = column.type
     if (pa.types.is_integer(kind) or pa.types.is_temporal(kind) or pa.types.is_boolean(kind)
             or pa.types.is_floating(kind)):
         floating = pa.types.is_floating(kind)
         numbers = column.cast(pa.float64() if floating else pa.int64())
-        values = numbers.fill_null(0).to_numpy()
-        hashed = pd.util.hash_array(values + 0.0 if floating else values)  # (-0.0 is 0.0)
-        hashed[numbers.is_null().to_numpy(zero_copy_only=False)] = np.uint64(NULL_HASH)
-        return hashed
+        values = np.asarray(numbers.fill_null(0))
+        words = (values + 0.0 if floating else values).view(np.uint64)
+        if numbers.null_count:
+            words = np.where(np.asarray(numbers.is_null(), dtype=bool), np.uint64(NULL_HASH),
+                             words)
+        return words
     return key_buckets(column, HASH_SPACE).astype(np.uint64)
+
+
+def mixed(words: np.ndarray) -> np.ndarray:
+    """``words`` through the finaliser of SplitMix64 (every bit of a word moves every bit of
+    its hash)."""
+    words = words ^ (words >> np.uint64(30))
+    words = words * np.uint64(0xBF58476D1CE4E5B9)
+    words = words ^ (words >> np.uint64(27))
+    words = words * np.uint64(0x94D049BB133111EB)
+    return words ^ (words >> np.uint64(31))
 
 
 def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:
@@ -57,7 +68,7 @@ def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:
     hashed = np.zeros(table.num_rows, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for name in columns:
-            hashed = hashed * np.uint64(1_000_003) + column_hashes(table.column(name))
+            hashed = mixed(hashed * np.uint64(1_000_003) + column_values(table.column(name)))
     return hashed
 
 
