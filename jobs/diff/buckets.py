@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from jobs.execution.bucketing import key_buckets
+from jobs.execution.key_codes import arrow_key_codes
 from jobs.storage import DeltaStorage
 
 #: Rows of both sides a bucket holds on average: bounds the memory of one comparison.
@@ -23,8 +24,6 @@ ROWS_PER_BUCKET = 200_000
 ROW_HASH = "__row_hash"
 #: Rows read from a Parquet file at a time.
 READ_ROWS = 65_536
-#: A text identity column hashes into this range (a prime) before the columns are combined.
-HASH_SPACE = 2**61 - 1
 #: The hash of a null number or time.
 NULL_HASH = 0x9E3779B97F4A7C15
 
@@ -43,13 +42,15 @@ def column_values(column: pa.ChunkedArray) -> np.ndarray:
             or pa.types.is_floating(kind)):
         floating = pa.types.is_floating(kind)
         numbers = column.cast(pa.float64() if floating else pa.int64())
-        values = np.asarray(numbers.fill_null(0))
+        values = np.asarray(numbers.fill_null(0) if numbers.null_count else numbers)
         words = (values + 0.0 if floating else values).view(np.uint64)
         if numbers.null_count:
             words = np.where(np.asarray(numbers.is_null(), dtype=bool), np.uint64(NULL_HASH),
                              words)
         return words
-    return key_buckets(column, HASH_SPACE).astype(np.uint64)
+    codes, distinct = arrow_key_codes(column)  # (each distinct text hashed once)
+    return np.append(pd.util.hash_array(distinct, categorize=False),
+                     np.uint64(NULL_HASH))[codes]
 
 
 def mixed(words: np.ndarray) -> np.ndarray:
@@ -110,13 +111,16 @@ class Spill:
         """Add rows of ``side`` whose identities hash to ``hashes`` (kept as
         :data:`ROW_HASH`; the hash picks the bucket)."""
         table = table.append_column(ROW_HASH, pa.array(hashes, pa.uint64()))
-        of = (hashes % np.uint64(self.buckets)).astype(np.int64)
+        # (a bucket number fits 16 bits for outputs of up to 13 billion rows, and numpy sorts
+        # 16-bit numbers by radix, in linear time)
+        of = (hashes % np.uint64(self.buckets)).astype(
+            np.uint16 if self.buckets <= 2**16 else np.int64)
         if self._directory is None:
             self._memory[side].append(table)
             return
         order = np.argsort(of, kind="stable")
-        ordered, sorted_of = table.take(pa.array(order)), of[order]
-        bounds = np.searchsorted(sorted_of, np.arange(self.buckets + 1))
+        ordered = table.take(pa.array(order))
+        bounds = np.append(0, np.cumsum(np.bincount(of, minlength=self.buckets)))
         for bucket in range(self.buckets):
             lo, hi = int(bounds[bucket]), int(bounds[bucket + 1])
             if hi > lo:
@@ -136,13 +140,15 @@ class Spill:
     def rows(self, side: int, bucket: int) -> pa.Table:
         """The rows of ``side`` in ``bucket`` (call once every row is added)."""
         if self._directory is None:
-            return pa.concat_tables([self.schemas[side].empty_table(), *self._memory[side]])
+            return pa.concat_tables([self.schemas[side].empty_table(), *self._memory[side]]
+                                    ).combine_chunks()
         writer = self._writers.pop((side, bucket), None)
         if writer is None:
             return self.schemas[side].empty_table()
         writer.close()
-        with ipc.open_file(self._file(side, bucket)) as reader:
-            table = reader.read_all()
+        with pa.memory_map(self._file(side, bucket)) as source:
+            table = ipc.open_file(source).read_all().combine_chunks()  # (one chunk: faster
+            # to take from, and a copy of the mapped file)
         Path(self._file(side, bucket)).unlink()
         return table
 

@@ -115,7 +115,9 @@ def same_identities(a: pa.Table, b: pa.Table, ia: np.ndarray, ib: np.ndarray,
     equal)."""
     for c in columns:
         x, y = a.column(c).take(pa.array(ia)), b.column(c).take(pa.array(ib))
-        same = pc.or_kleene(pc.equal(x, y), pc.and_(pc.is_null(x), pc.is_null(y)))
+        same = pc.equal(x, y)
+        if x.null_count or y.null_count:
+            same = pc.or_kleene(same, pc.and_(pc.is_null(x), pc.is_null(y)))
         if not pc.all(same.fill_null(False)).as_py():
             return False
     return True
