@@ -187,7 +187,7 @@ def main() -> None:
             print(json.dumps(results[-1]), flush=True)
     largest = results[-1]
     medians = {f"{name}_{r['events']}": r[name] for r in results
-               for name in ("diff_s", "pandas_s")}
+               for name in ("diff_s", "pandas_s", "diff_peak_mib", "pandas_peak_mib")}
     record("diff", command=command_line(), data_size={"events": args.events},
            medians=medians, ratio=round(largest["pandas_s"] / largest["diff_s"], 2),
            target="diff faster than a pandas merge; its peak memory flat across sizes",
