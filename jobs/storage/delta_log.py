@@ -11,7 +11,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.storage.locations import exists, filesystem, logged_file, table_root
+from jobs.storage.locations import exists, filesystem, logged_file, names, table_root
 
 LOG = "_delta_log"
 
@@ -98,12 +98,7 @@ def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] 
 
 def log_names(table: str) -> frozenset[str]:
     """The names of the files in the table's log directory (none when there is no log)."""
-    fs, inner = filesystem(log_dir(table))
-    try:
-        infos = fs.get_file_info(pa.fs.FileSelector(inner, allow_not_found=True))
-    except NotADirectoryError:
-        return frozenset()
-    return frozenset(info.base_name for info in infos)
+    return names(log_dir(table))
 
 
 def _is_entry(name: str) -> bool:
