@@ -80,6 +80,21 @@ def first_added(table: str, first: int, last: int) -> dict[str, int] | None:
     return added
 
 
+def recent_commits(table: str, latest: int, limit: int) -> list[dict] | None:
+    """The commit information of the newest ``limit`` versions of ``table`` up to ``latest``,
+    newest first, each with its ``version`` (as delta-rs's history gives it, from those
+    versions' log entries only: its own history reads every entry of the log); None when one of
+    these entries is missing or holds no commit information."""
+    actions = log_actions(table, max(0, latest - limit + 1), latest)
+    if actions is None:
+        return None
+    commits = {version: {**action["commitInfo"], "version": version}
+               for version, action in actions if "commitInfo" in action}
+    if len(commits) != latest - max(0, latest - limit + 1) + 1:
+        return None
+    return [commits[v] for v in sorted(commits, reverse=True)]
+
+
 def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
     """The data files (paths under the table's root) the commits of versions ``version+1 ..
     latest`` of ``table`` add and remove; None when one of these log entries is missing."""
