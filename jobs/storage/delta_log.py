@@ -11,7 +11,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.storage.locations import exists, filesystem, logged_file, names, table_root
+from jobs.storage.locations import exists, filesystem, is_remote, logged_file, names, table_root
 
 LOG = "_delta_log"
 
@@ -93,6 +93,17 @@ def recent_commits(table: str, latest: int, limit: int) -> list[dict] | None:
     if len(commits) != latest - max(0, latest - limit + 1) + 1:
         return None
     return [commits[v] for v in sorted(commits, reverse=True)]
+
+
+def log_history(handle, table: str, limit: int | None) -> list[dict]:
+    """The history of ``table`` (newest first, the newest ``limit`` commits when given) as the
+    delta-rs ``handle`` on it (at its latest version) gives it: of a local table with a limit,
+    from those versions' log entries only (:func:`recent_commits`)."""
+    if limit is not None and not is_remote(table):
+        recent = recent_commits(table, handle.version(), limit)
+        if recent is not None:
+            return recent
+    return handle.history(limit)
 
 
 def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
