@@ -15,7 +15,7 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from jobs.execution.bucketing import key_buckets
+from jobs.execution.key_codes import arrow_key_codes
 from jobs.storage import DeltaStorage
 
 #: Rows of both sides a bucket holds on average: bounds the memory of one comparison.
@@ -24,8 +24,6 @@ ROWS_PER_BUCKET = 200_000
 ROW_HASH = "__row_hash"
 #: Rows read from a Parquet file at a time.
 READ_ROWS = 65_536
-#: A text identity column hashes into this range (a prime) before the columns are combined.
-HASH_SPACE = 2**61 - 1
 #: The hash of a null number or time.
 NULL_HASH = 0x9E3779B97F4A7C15
 
@@ -35,20 +33,34 @@ def bucket_count(rows: int) -> int:
     return max(1, math.ceil(rows / ROWS_PER_BUCKET))
 
 
-def column_hashes(column: pa.ChunkedArray) -> np.ndarray:
-    """A stable 64-bit hash of each value of ``column``, equal for equal values (nulls
-    included): numbers and times hashed as they are, other values (text) once per distinct
-    value."""
+def column_values(column: pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit word for each value of ``column``, equal for equal values (nulls included):
+    numbers and times as their bits (a double's ``-0.0`` as ``0.0``), other values (text) a
+    hash of each distinct value."""
     kind = column.type
     if (pa.types.is_integer(kind) or pa.types.is_temporal(kind) or pa.types.is_boolean(kind)
             or pa.types.is_floating(kind)):
         floating = pa.types.is_floating(kind)
         numbers = column.cast(pa.float64() if floating else pa.int64())
-        values = numbers.fill_null(0).to_numpy()
-        hashed = pd.util.hash_array(values + 0.0 if floating else values)  # (-0.0 is 0.0)
-        hashed[numbers.is_null().to_numpy(zero_copy_only=False)] = np.uint64(NULL_HASH)
-        return hashed
-    return key_buckets(column, HASH_SPACE).astype(np.uint64)
+        values = np.asarray(numbers.fill_null(0) if numbers.null_count else numbers)
+        words = (values + 0.0 if floating else values).view(np.uint64)
+        if numbers.null_count:
+            words = np.where(np.asarray(numbers.is_null(), dtype=bool), np.uint64(NULL_HASH),
+                             words)
+        return words
+    codes, distinct = arrow_key_codes(column)  # (each distinct text hashed once)
+    return np.append(pd.util.hash_array(distinct, categorize=False),
+                     np.uint64(NULL_HASH))[codes]
+
+
+def mixed(words: np.ndarray) -> np.ndarray:
+    """``words`` through the finaliser of SplitMix64 (every bit of a word moves every bit of
+    its hash)."""
+    words = words ^ (words >> np.uint64(30))
+    words = words * np.uint64(0xBF58476D1CE4E5B9)
+    words = words ^ (words >> np.uint64(27))
+    words = words * np.uint64(0x94D049BB133111EB)
+    return words ^ (words >> np.uint64(31))
 
 
 def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:
@@ -57,7 +69,7 @@ def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:
     hashed = np.zeros(table.num_rows, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for name in columns:
-            hashed = hashed * np.uint64(1_000_003) + column_hashes(table.column(name))
+            hashed = mixed(hashed * np.uint64(1_000_003) + column_values(table.column(name)))
     return hashed
 
 
@@ -99,13 +111,16 @@ class Spill:
         """Add rows of ``side`` whose identities hash to ``hashes`` (kept as
         :data:`ROW_HASH`; the hash picks the bucket)."""
         table = table.append_column(ROW_HASH, pa.array(hashes, pa.uint64()))
-        of = (hashes % np.uint64(self.buckets)).astype(np.int64)
+        # (a bucket number fits 16 bits for outputs of up to 13 billion rows, and numpy sorts
+        # 16-bit numbers by radix, in linear time)
+        of = (hashes % np.uint64(self.buckets)).astype(
+            np.uint16 if self.buckets <= 2**16 else np.int64)
         if self._directory is None:
             self._memory[side].append(table)
             return
         order = np.argsort(of, kind="stable")
-        ordered, sorted_of = table.take(pa.array(order)), of[order]
-        bounds = np.searchsorted(sorted_of, np.arange(self.buckets + 1))
+        ordered = table.take(pa.array(order))
+        bounds = np.append(0, np.cumsum(np.bincount(of, minlength=self.buckets)))
         for bucket in range(self.buckets):
             lo, hi = int(bounds[bucket]), int(bounds[bucket + 1])
             if hi > lo:
@@ -125,13 +140,15 @@ class Spill:
     def rows(self, side: int, bucket: int) -> pa.Table:
         """The rows of ``side`` in ``bucket`` (call once every row is added)."""
         if self._directory is None:
-            return pa.concat_tables([self.schemas[side].empty_table(), *self._memory[side]])
+            return pa.concat_tables([self.schemas[side].empty_table(), *self._memory[side]]
+                                    ).combine_chunks()
         writer = self._writers.pop((side, bucket), None)
         if writer is None:
             return self.schemas[side].empty_table()
         writer.close()
-        with ipc.open_file(self._file(side, bucket)) as reader:
-            table = reader.read_all()
+        with pa.memory_map(self._file(side, bucket)) as source:
+            table = ipc.open_file(source).read_all().combine_chunks()  # (one chunk: faster
+            # to take from, and a copy of the mapped file)
         Path(self._file(side, bucket)).unlink()
         return table
 

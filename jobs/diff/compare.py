@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.diff.buckets import ROW_HASH
+from jobs.diff.multiset import floats, pairs_within_tolerance
 from jobs.runs.validate import same_arrays
 
 #: The number of a row among the rows of its identity group (see
@@ -41,6 +42,9 @@ class Layout:
     order: tuple[str, ...]
     values: tuple[str, ...]
     exact: frozenset[str]
+    #: Doubles that are part of the identity, equal within the tolerance (a multiset of rows:
+    #: :mod:`jobs.diff.multiset`).
+    tolerant: tuple[str, ...] = ()
     #: Columns only one side has (not compared).
     only_in_a: tuple[str, ...] = ()
     only_in_b: tuple[str, ...] = ()
@@ -48,7 +52,7 @@ class Layout:
     @property
     def keys(self) -> list[str]:
         """The columns that identify a row: the group and the row's number in it."""
-        return [*self.identity, EMISSION]
+        return [*self.identity, *self.tolerant, EMISSION]
 
 
 @dataclass
@@ -82,7 +86,7 @@ class BucketResult:
     by side) and the first batch where its rows differ (None: nowhere)."""
 
     counts: Counts
-    differences: pd.DataFrame
+    differences: pa.Table
     first_batch: int | None
 
 
@@ -111,7 +115,9 @@ def same_identities(a: pa.Table, b: pa.Table, ia: np.ndarray, ib: np.ndarray,
     equal)."""
     for c in columns:
         x, y = a.column(c).take(pa.array(ia)), b.column(c).take(pa.array(ib))
-        same = pc.or_kleene(pc.equal(x, y), pc.and_(pc.is_null(x), pc.is_null(y)))
+        same = pc.equal(x, y)
+        if x.null_count or y.null_count:
+            same = pc.or_kleene(same, pc.and_(pc.is_null(x), pc.is_null(y)))
         if not pc.all(same.fill_null(False)).as_py():
             return False
     return True
@@ -135,6 +141,33 @@ def pairs(a: pa.Table, b: pa.Table, layout: Layout
     return *found, emission
 
 
+def identity_groups(a: pd.DataFrame, b: pd.DataFrame, columns: tuple[str, ...]
+                    ) -> tuple[np.ndarray, int]:
+    """The group of each row of both sides (A's rows first), equal for rows with equal values
+    of ``columns`` (nulls equal to nulls), and the number of groups."""
+    group, groups = np.zeros(len(a) + len(b), dtype=np.int64), 1
+    for c in columns:
+        codes, uniques = pd.factorize(pd.concat([a[c], b[c]], ignore_index=True),
+                                      use_na_sentinel=False)
+        group, found = pd.factorize(group * len(uniques) + codes)
+        group, groups = group.astype(np.int64), len(found)
+    return group, groups
+
+
+def tolerant_pairs(a: pa.Table, b: pa.Table, layout: Layout
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pairs` of rows whose identity holds doubles (:attr:`Layout.tolerant`): grouped by
+    the other identity columns, paired within a group by
+    :func:`jobs.diff.multiset.pairs_within_tolerance`."""
+    columns = list(layout.identity)
+    group, _ = identity_groups(exact_frame(a.select(columns)), exact_frame(b.select(columns)),
+                               layout.identity)
+    return pairs_within_tolerance(
+        (group[:a.num_rows], group[a.num_rows:]),
+        tuple([floats(t.column(c)) for c in layout.tolerant] for t in (a, b)),  # type: ignore
+        tuple(np.asarray(t.column("batch").fill_null(-1), dtype=np.int64) for t in (a, b)))
+
+
 def row_ids(a: pd.DataFrame, b: pd.DataFrame, layout: Layout
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An id for each row of each side, equal on the two sides exactly when the rows' identities
@@ -142,12 +175,7 @@ def row_ids(a: pd.DataFrame, b: pd.DataFrame, layout: Layout
     the rows of their group, in the order of the layout's ``order`` then of their batch); and
     the emission of the rows of both sides (A's rows first)."""
     rows = len(a) + len(b)
-    group, groups = np.zeros(rows, dtype=np.int64), 1
-    for c in layout.identity:
-        codes, uniques = pd.factorize(pd.concat([a[c], b[c]], ignore_index=True),
-                                      use_na_sentinel=False)
-        group, found = pd.factorize(group * len(uniques) + codes)
-        group, groups = group.astype(np.int64), len(found)
+    group, groups = identity_groups(a, b, layout.identity)
     side = np.repeat(np.array([0, 1], dtype=np.int64), [len(a), len(b)])
     emission = np.zeros(rows, dtype=np.int64)
     shared = np.bincount(group * 2 + side, minlength=2 * groups).max(initial=0) > 1
@@ -163,38 +191,55 @@ def row_ids(a: pd.DataFrame, b: pd.DataFrame, layout: Layout
     return ids[:len(a)], ids[len(a):], emission
 
 
-def side_by_side(kind: str, layout: Layout, a: pd.DataFrame | None, b: pd.DataFrame | None,
-                 emission: np.ndarray, changed_columns: list[str]) -> pd.DataFrame:
-    """Differences of one kind: the rows ``a`` and ``b`` (either may be None: the row is only in
-    the other side), aligned, both sides' values side by side."""
-    one = a if a is not None else b
-    assert one is not None
-    one = one.reset_index(drop=True)
-    n = len(one)
+def changed_names(differs: dict[str, np.ndarray], changed: np.ndarray) -> pa.Array:
+    """For each changed row, the names of the columns it changed in, joined by commas."""
+    names = list(differs)
+    codes = np.zeros(int(changed.sum()), dtype=np.int64)
+    for bit, flags in enumerate(differs.values()):
+        codes |= flags[changed].astype(np.int64) << bit
+    found, at = np.unique(codes, return_inverse=True)
+    labels = [",".join(n for bit, n in enumerate(names) if int(code) >> bit & 1)
+              for code in found]
+    return pa.array(np.array(labels, dtype=object)[at] if len(codes) else [], pa.string())
 
-    def column(frame: pd.DataFrame | None, name: str) -> pd.Series:
-        if frame is None:  # nulls of the other side's type
-            return one[name].iloc[:0].reindex(pd.RangeIndex(n))
-        return frame[name].reset_index(drop=True)
 
-    columns: dict[str, object] = {DIFFERENCE: np.full(n, kind, dtype=object)}
-    for c in layout.identity:
-        columns[c] = one[c]
-    columns[EMISSION] = emission
-    for s, frame in (("a", a), ("b", b)):
-        columns[f"batch_{s}"] = column(frame, "batch")
+def side_by_side(a: pa.Table, b: pa.Table, layout: Layout, rows_a: np.ndarray,
+                 rows_b: np.ndarray, emission: np.ndarray, changed: pa.Array) -> pa.Table:
+    """The differences of one bucket as one table: rows ``rows_a`` of A (only in A), rows
+    ``rows_b`` of B (only in B), then the changed pairs (``changed``: their pairs and the
+    columns they changed in), the identity, both batches and both sides' values side by side;
+    ``emission``: each difference's."""
+    ia, ib, names = changed
+    n_a, n_b, n_c = len(rows_a), len(rows_b), len(ia)
+    nulls = np.full(n_b, -1), np.full(n_a, -1)
+    take_a = np.concatenate([rows_a, nulls[0], ia])
+    take_b = np.concatenate([nulls[1], rows_b, ib])
+    index_a = pa.array(take_a, pa.int64(), mask=take_a < 0)
+    index_b = pa.array(take_b, pa.int64(), mask=take_b < 0)
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {
+        DIFFERENCE: pa.array(np.repeat(np.array(KINDS, dtype=object), [n_a, n_b, n_c]),
+                             pa.string())}
+    for c in layout.keys[:-1]:
+        columns[c] = pa.chunked_array([a.column(c).take(rows_a), b.column(c).take(rows_b),
+                                       a.column(c).take(ia)], a.schema.field(c).type)
+    columns[EMISSION] = pa.array(emission, pa.int64())
+    for s, side, index in (("a", a, index_a), ("b", b, index_b)):
+        columns[f"batch_{s}"] = side.column("batch").take(index).cast(pa.int64())
     for c in layout.values:
-        for s, frame in (("a", a), ("b", b)):
-            columns[f"{c}_{s}"] = column(frame, c)
-    columns[CHANGED_COLUMNS] = changed_columns
-    return pd.DataFrame(columns)
+        for s, side, index in (("a", a, index_a), ("b", b, index_b)):
+            columns[f"{c}_{s}"] = side.column(c).take(index)
+    columns[CHANGED_COLUMNS] = pa.chunked_array(
+        [pa.array([""] * (n_a + n_b), pa.string()), names], pa.string())
+    return pa.table(columns)
 
 
 def compare_bucket(a: pa.Table, b: pa.Table, layout: Layout) -> BucketResult:
     """Compare the rows of a bucket of each side (tables with the identity, value, ``batch``
-    and :data:`ROW_HASH` columns of ``layout``): rows are paired by identity (:func:`pairs`),
+    and :data:`ROW_HASH` columns of ``layout``): rows are paired by identity (:func:`pairs`;
+    doubles of the identity within the tolerance: :func:`jobs.diff.multiset.tolerant_pairs`),
     paired rows compared column by column."""
-    ia, ib, emission = pairs(a, b, layout)
+    ia, ib, emission = (tolerant_pairs(a, b, layout) if layout.tolerant
+                        else pairs(a, b, layout))
     take_a, take_b = pa.array(ia, pa.int64()), pa.array(ib, pa.int64())
     differs = {c: ~same_arrays(a.column(c).take(take_a), b.column(c).take(take_b),
                                c in layout.exact) for c in layout.values}
@@ -211,16 +256,9 @@ def compare_bucket(a: pa.Table, b: pa.Table, layout: Layout) -> BucketResult:
     firsts = np.concatenate([batches[0][only_a], batches[1][only_b],
                              np.fmin(batches[0][ia], batches[1][ib])[changed | moved]])
     first_batch = int(firsts.min()) if len(firsts) else None
-    names = np.array(list(differs))
-    changed_names = [",".join(names[list(flags)]) for flags in
-                     zip(*(d[changed] for d in differs.values()), strict=True)]
     rows_a, rows_b = np.flatnonzero(only_a), np.flatnonzero(only_b)
-    parts = [side_by_side("only_a", layout, exact_frame(a.take(rows_a)), None,
-                          emission[:a.num_rows][rows_a], [""] * len(rows_a)),
-             side_by_side("only_b", layout, None, exact_frame(b.take(rows_b)),
-                          emission[a.num_rows:][rows_b], [""] * len(rows_b)),
-             side_by_side("changed", layout, exact_frame(a.take(take_a.filter(changed))),
-                          exact_frame(b.take(take_b.filter(changed))),
-                          emission[:a.num_rows][ia][changed], changed_names)]
-    differences = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+    emissions = np.concatenate([emission[:a.num_rows][rows_a], emission[a.num_rows:][rows_b],
+                                emission[:a.num_rows][ia[changed]]])
+    differences = side_by_side(a, b, layout, rows_a, rows_b, emissions,
+                               (ia[changed], ib[changed], changed_names(differs, changed)))
     return BucketResult(counts, differences, first_batch)

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import RepriseError
 from engine.family import RowIdentity
 from jobs.diff.buckets import Spill, bucket_count, row_hashes, scan
-from jobs.diff.compare import Counts, Layout, compare_bucket
+from jobs.diff.compare import Counts, Layout, compare_bucket, exact_frame
 from jobs.diff.written import DifferenceTables, differences_schema
 from jobs.storage import DeltaStorage
 
@@ -50,16 +51,21 @@ def layout_of(table: str, schemas: tuple[pa.Schema, pa.Schema], identity: RowIde
     a, b = schemas
     shared = [n for n in a.names if n in b.names and n != "batch"]
     ident = identity if table == "output" else EVENT_IDENTITY
-    columns = tuple(shared) if ident.columns is None else ident.columns
+    floating = {c for c in shared if pa.types.is_floating(a.field(c).type)
+                or pa.types.is_floating(b.field(c).type)}
+    tolerant = tuple(c for c in shared if c in floating) if ident.columns is None else ()
+    columns = (tuple(c for c in shared if c not in floating) if ident.columns is None
+               else ident.columns)
     lacking = [c for c in (*columns, *ident.order) if c not in shared]
     if lacking:
         raise RepriseError(f"the {table} tables of the two runs do not both have the column(s) "
                            f"{', '.join(lacking)} that identify a row; diff compares two "
                            "queries of one family")
-    values = tuple(c for c in shared if c not in columns)
+    values = tuple(c for c in shared if c not in columns and c not in tolerant)
     exact = frozenset(c for c in values if pa.types.is_integer(a.field(c).type)
                       and pa.types.is_integer(b.field(c).type))
     return Layout(table=table, identity=columns, order=ident.order, values=values, exact=exact,
+                  tolerant=tolerant,
                   only_in_a=tuple(n for n in a.names if n not in b.names and n != "batch"),
                   only_in_b=tuple(n for n in b.names if n not in a.names and n != "batch"))
 
@@ -67,9 +73,11 @@ def layout_of(table: str, schemas: tuple[pa.Schema, pa.Schema], identity: RowIde
 def read_schemas(layout: Layout, schemas: tuple[pa.Schema, pa.Schema]
                  ) -> tuple[pa.Schema, pa.Schema]:
     """The columns read of each side: identity (in A's types, so that equal values hash
-    alike), values (each side's own types) and ``batch`` when the table has it."""
+    alike; its doubles as float64), values (each side's own types) and ``batch`` when the
+    table has it."""
     a, b = schemas
-    identity = [a.field(c) for c in layout.identity]
+    identity = [*(a.field(c) for c in layout.identity),
+                *(pa.field(c, pa.float64()) for c in layout.tolerant)]
     return tuple(pa.schema([*identity, *(s.field(c) for c in layout.values),
                             *([s.field("batch")] if "batch" in s.names else [])])
                  for s in (a, b))  # type: ignore[return-value]
@@ -100,6 +108,7 @@ def compare_table(storage: DeltaStorage, layout: Layout, sides: tuple[TableSide,
     if written is not None:
         written.start(layout.table, differences_schema(layout, schemas))
     spill = Spill(buckets, (batched(read[0]), batched(read[1])))
+    shown = None
     try:
         for i, side in enumerate(sides):
             for part in scan(storage, side.path, read[i]):
@@ -113,21 +122,22 @@ def compare_table(storage: DeltaStorage, layout: Layout, sides: tuple[TableSide,
                                       else min(found.first_batch, result.first_batch))
             if written is not None:
                 written.add(layout.table, found.differences)
-            result.shown = first_rows(result.shown, found.differences, layout, limit)
+            shown = first_rows(shown, found.differences, layout, limit)
     finally:
         spill.close()
+    result.shown = exact_frame(shown)
     return result
 
 
-def first_rows(shown: pd.DataFrame, more: pd.DataFrame, layout: Layout, limit: int
-               ) -> pd.DataFrame:
+def first_rows(shown: pa.Table | None, more: pa.Table, layout: Layout, limit: int
+               ) -> pa.Table:
     """The first ``limit`` differences of ``shown`` and ``more``, by first batch then
     identity."""
-    if more.empty or limit <= 0:
+    if shown is not None and (more.num_rows == 0 or limit <= 0):
         return shown
-    both = pd.concat([shown, more] if len(shown) else [more], ignore_index=True)
-    first = np.fmin(both["batch_a"].to_numpy(dtype="float64", na_value=np.nan),
-                    both["batch_b"].to_numpy(dtype="float64", na_value=np.nan))
-    order = both.assign(_first=first).sort_values(["_first", *layout.keys], kind="stable",
-                                                   na_position="last")
-    return order.drop(columns="_first").head(limit).reset_index(drop=True)
+    both = more if shown is None else pa.concat_tables([shown, more])
+    first = pc.min_element_wise(both.column("batch_a"), both.column("batch_b"))
+    order = pc.sort_indices(both.append_column("__first", first),
+                            [(c, "ascending") for c in ("__first", *layout.keys)],
+                            null_placement="at_end")
+    return both.take(order[:max(limit, 0)])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 
 from engine.errors import RepriseError
@@ -21,6 +20,7 @@ def differences_schema(layout: Layout, schemas: tuple[pa.Schema, pa.Schema]) -> 
     a, b = schemas
     return pa.schema([
         (DIFFERENCE, pa.string()), *(a.field(c) for c in layout.identity),
+        *(pa.field(c, pa.float64()) for c in layout.tolerant),
         (EMISSION, pa.int64()), ("batch_a", pa.int64()), ("batch_b", pa.int64()),
         *(pa.field(f"{c}_{s}", side.field(c).type) for c in layout.values
           for s, side in (("a", a), ("b", b))),
@@ -51,12 +51,12 @@ class DifferenceTables:
         """Begin ``table``'s differences with columns ``schema``."""
         self._staged[table] = (schema, [])
 
-    def add(self, table: str, differences: pd.DataFrame) -> None:
+    def add(self, table: str, differences: pa.Table) -> None:
         """Stage some of ``table``'s differences."""
-        if differences.empty:
+        if differences.num_rows == 0:
             return
         schema, files = self._staged[table]
-        rows = pa.Table.from_pandas(differences, schema=schema, preserve_index=False)
+        rows = differences.select(schema.names).cast(schema)
         files.append(stage_table(self.storage, self.path(table), rows))
 
     def commit(self) -> list[str]:

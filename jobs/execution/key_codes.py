@@ -75,5 +75,7 @@ def arrow_key_codes(keys: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     encoded = (keys if pa.types.is_dictionary(keys.type) else keys.dictionary_encode())
     encoded = encoded.unify_dictionaries().combine_chunks()
     distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
-    codes = encoded.indices.fill_null(len(distinct)).to_numpy(zero_copy_only=False)
+    indices = encoded.indices
+    codes = (indices.fill_null(len(distinct)) if indices.null_count else indices
+             ).to_numpy(zero_copy_only=False)
     return codes, distinct

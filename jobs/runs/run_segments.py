@@ -14,9 +14,7 @@ Delta commit less per continuation; :func:`output_removals`).
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import fields
 from typing import Protocol
 
 import pyarrow as pa
@@ -24,6 +22,7 @@ import pyarrow.compute as pc
 
 from jobs.runs.run_commits import commit_rows
 from jobs.runs.run_info import ReplayError, RunInfo, note_checked
+from jobs.runs.run_text import run_text
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
 from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
@@ -75,15 +74,12 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | N
 
 
 def save_run(replay: RunTables, info: RunInfo) -> None:
-    """Write ``run.json`` atomically: one field a line, each value compact (the lists of files,
-    cut points and segments grow with every segment; JSON's indented form is written by a
-    pure-Python encoder, ten times slower)."""
+    """Write ``run.json`` atomically (:func:`jobs.runs.run_text.run_text`: one field a line,
+    each value compact; JSON's indented form is written by a pure-Python encoder, ten times
+    slower)."""
     run_file = replay.warehouse.run_dir(info.run_id) / "run.json"
     tmp = run_file.with_suffix(".tmp")
-    # (its fields hold plain JSON values: no deep copy through ``asdict``)
-    lines = [f"{json.dumps(f.name)}: {json.dumps(getattr(info, f.name), default=str)}"
-             for f in fields(info)]
-    text = "{\n" + ",\n".join(lines) + "\n}\n"
+    text = run_text(run_file, info)
     tmp.write_text(text)
     os.replace(tmp, run_file)
     note_checked(run_file, text)

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.storage.locations import exists, filesystem, logged_file, table_root
+from jobs.storage.locations import exists, filesystem, is_remote, logged_file, names, table_root
 
 LOG = "_delta_log"
 
@@ -80,6 +80,32 @@ def first_added(table: str, first: int, last: int) -> dict[str, int] | None:
     return added
 
 
+def recent_commits(table: str, latest: int, limit: int) -> list[dict] | None:
+    """The commit information of the newest ``limit`` versions of ``table`` up to ``latest``,
+    newest first, each with its ``version`` (as delta-rs's history gives it, from those
+    versions' log entries only: its own history reads every entry of the log); None when one of
+    these entries is missing or holds no commit information."""
+    actions = log_actions(table, max(0, latest - limit + 1), latest)
+    if actions is None:
+        return None
+    commits = {version: {**action["commitInfo"], "version": version}
+               for version, action in actions if "commitInfo" in action}
+    if len(commits) != latest - max(0, latest - limit + 1) + 1:
+        return None
+    return [commits[v] for v in sorted(commits, reverse=True)]
+
+
+def log_history(handle, table: str, limit: int | None) -> list[dict]:
+    """The history of ``table`` (newest first, the newest ``limit`` commits when given) as the
+    delta-rs ``handle`` on it (at its latest version) gives it: of a local table with a limit,
+    from those versions' log entries only (:func:`recent_commits`)."""
+    if limit is not None and not is_remote(table):
+        recent = recent_commits(table, handle.version(), limit)
+        if recent is not None:
+            return recent
+    return handle.history(limit)
+
+
 def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
     """The data files (paths under the table's root) the commits of versions ``version+1 ..
     latest`` of ``table`` add and remove; None when one of these log entries is missing."""
@@ -98,12 +124,7 @@ def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] 
 
 def log_names(table: str) -> frozenset[str]:
     """The names of the files in the table's log directory (none when there is no log)."""
-    fs, inner = filesystem(log_dir(table))
-    try:
-        infos = fs.get_file_info(pa.fs.FileSelector(inner, allow_not_found=True))
-    except NotADirectoryError:
-        return frozenset()
-    return frozenset(info.base_name for info in infos)
+    return names(log_dir(table))
 
 
 def _is_entry(name: str) -> bool:

@@ -45,7 +45,7 @@ from jobs.storage.base import (
     done_already,
     unsupported_features,
 )
-from jobs.storage.delta_log import entry_exists, first_added, last_checkpoint, log_dir
+from jobs.storage.delta_log import entry_exists, first_added, last_checkpoint, log_dir, log_history
 from jobs.storage.file_stats import file_stats
 from jobs.storage.locations import filesystem, is_remote, local_path
 from jobs.storage.log_entries import (
@@ -444,7 +444,7 @@ class DeltaRsStorage(DeltaStorage):
         return (self._current(path) or self._table(path)).transaction_version(app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
-        return (self._current(path) or self._table(path)).history(limit)
+        return log_history(self._current(path) or self._table(path), path, limit)
 
     def commit_metadata(self, entry: dict) -> dict[str, str]:
         return entry  # delta-rs lays custom metadata out beside the commit's own fields

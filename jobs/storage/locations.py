@@ -34,6 +34,24 @@ def exists(path: str) -> bool:
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
 
 
+def names(directory: str) -> frozenset[str]:
+    """The names of the entries of ``directory`` (a local path or URI; none when there is no
+    such directory). Locally one ``listdir``, which reads no entry's attributes: a continued
+    run's log and data directories gain entries with every segment, and a listing that reads
+    each one's grows costly."""
+    if not is_remote(directory):
+        try:
+            return frozenset(os.listdir(local_path(directory)))
+        except (FileNotFoundError, NotADirectoryError):
+            return frozenset()
+    fs, inner = filesystem(directory)
+    try:
+        infos = fs.get_file_info(pa.fs.FileSelector(inner, allow_not_found=True))
+    except NotADirectoryError:
+        return frozenset()
+    return frozenset(info.base_name for info in infos)
+
+
 def table_root(table: str) -> str:
     """A table's root as its files are named (a local path, or the URI of a remote table)."""
     return (table if is_remote(table) else local_path(table)).rstrip("/")

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from jobs.storage.delta_log import log_names
 from jobs.storage.delta_log import referenced_files as logged_files
-from jobs.storage.locations import filesystem, is_remote, table_root
+from jobs.storage.locations import filesystem, is_remote, names, table_root
 
 DATA = "data"
 
@@ -41,19 +41,10 @@ class Mark:
     log: frozenset[str]
 
 
-def _names(directory: str) -> frozenset[str]:
-    fs, inner = filesystem(directory)
-    try:
-        infos = fs.get_file_info(pa.fs.FileSelector(inner, allow_not_found=True))
-    except NotADirectoryError:
-        return frozenset()
-    return frozenset(info.base_name for info in infos)
-
-
 def mark(table: str | Path) -> Mark:
     """The entries of ``table``'s ``data/`` and ``_delta_log/`` now (two directory listings)."""
     root = table_root(str(table))
-    return Mark(_names(f"{root}/{DATA}"), log_names(root))
+    return Mark(names(f"{root}/{DATA}"), log_names(root))
 
 
 def _files_under(fs: pa.fs.FileSystem, entry: pa.fs.FileInfo) -> list[pa.fs.FileInfo]:
@@ -85,7 +76,7 @@ def remove_unreferenced(table: str | Path, since: Mark | None = None) -> list[st
     the table (a replay holds the run's lock)."""
     named = table_root(str(table))
     fs, data = filesystem(f"{named}/{DATA}")
-    new = sorted(_names(f"{named}/{DATA}") - (since.data if since else frozenset()))
+    new = sorted(names(f"{named}/{DATA}") - (since.data if since else frozenset()))
     if not new:
         return []
     referenced = referenced_files(table, since.log if since else frozenset())

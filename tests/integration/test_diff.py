@@ -49,9 +49,10 @@ def window_query(name: str, size: int = 5, lateness: int = 3, threshold: int | N
             f"  aggregates: {{n: count(), s: sum({total}), top: {top}(big), lo: min(v)}}\n")
 
 
-def qre_query(name: str, threshold: int = 50, lateness: int = 3) -> str:
+def qre_query(name: str, threshold: int = 50, lateness: int = 3, combine: str = "+") -> str:
     return (f"name: {name}\nkind: qre\ninput: ev\nlateness: {lateness}s\noutput: every\n"
-            f'query: "iter(eps(0), atom(v > {threshold}, 1) | atom(v <= {threshold}, 0), +)"\n')
+            f'query: "iter(eps(0), atom(v > {threshold}, 1) | atom(v <= {threshold}, 0), '
+            f'{combine})"\n')
 
 
 def select_query(name: str, columns: tuple[str, ...] = ("k", "v"), threshold: int | None = None,
@@ -113,17 +114,22 @@ def same(x, y) -> bool:
     return x == y
 
 
-def expected_counts(a: pd.DataFrame, b: pd.DataFrame, identity: list[str]) -> dict[str, int]:
+def expected_counts(a: pd.DataFrame, b: pd.DataFrame, identity: list[str]) -> dict:
     """only_a, only_b, changed of two tables joined on ``identity``: the other shared columns
-    (``batch`` aside) compared value by value."""
+    (``batch`` aside) compared value by value; changed rows per column; the columns only one
+    side has."""
     shared = [c for c in a.columns if c in b.columns and c not in identity and c != "batch"]
     joined = a[identity + shared].merge(b[identity + shared], on=identity, how="outer",
                                         suffixes=("_a", "_b"), indicator=True)
     both = joined[joined["_merge"] == "both"].astype(object)
-    changed = sum(not all(same(row[f"{c}_a"], row[f"{c}_b"]) for c in shared)
-                  for _, row in both.iterrows())
+    differs = {c: [not same(x, y) for x, y in zip(both[f"{c}_a"], both[f"{c}_b"], strict=True)]
+               for c in shared}
+    changed = sum(any(flags) for flags in zip(*differs.values(), strict=True)) if shared else 0
     return {"only_a": int((joined["_merge"] == "left_only").sum()),
-            "only_b": int((joined["_merge"] == "right_only").sum()), "changed": changed}
+            "only_b": int((joined["_merge"] == "right_only").sum()), "changed": changed,
+            "changed_columns": {c: sum(f) for c, f in differs.items() if any(f)},
+            "columns_only_in_a": [c for c in a.columns if c not in b.columns and c != "place"],
+            "columns_only_in_b": [c for c in b.columns if c not in a.columns and c != "place"]}
 
 
 def with_position(frame: pd.DataFrame) -> pd.DataFrame:
@@ -156,7 +162,8 @@ PAIRS = {
         ({"lateness": 3}, {"lateness": 1}), ({"total": "d"}, {"total": "e"}),
         ({"top": "max"}, {"top": "min"})]),
     "qre": st.sampled_from([({}, {}), ({"threshold": 50}, {"threshold": 40}),
-                            ({"lateness": 3}, {"lateness": 1})]),
+                            ({"lateness": 3}, {"lateness": 1}),
+                            ({"combine": "+"}, {"combine": "max"})]),
     "select": st.sampled_from([({}, {}), ({"columns": ("k", "v")}, {"columns": ("k", "d")}),
                                ({"threshold": 20}, {"threshold": 70}),
                                ({"columns": ("k", "d")}, {"columns": ("k", "e")})]),
@@ -181,9 +188,12 @@ def test_diff_counts_equal_an_independent_join_of_the_two_runs(storage, kind, da
         report = diff_sides(runner, a, b, limit=5).to_json()
     expected = independent(runner, a.info.run_id, b.info.run_id, kind)
     for table in ("output", "late", "quarantine"):
-        got = {k: report[table][k] for k in ("only_a", "only_b", "changed")}
+        got = {k: report[table][k] for k in expected[table]}
         assert got == expected[table], (table, first, second)
-    assert report["equal"] == (not any(v for c in expected.values() for v in c.values()))
+        shown = sum(expected[table][k] for k in ("only_a", "only_b", "changed"))
+        assert len(report[table]["differences"]) == min(5, shown)
+    assert report["equal"] == (not any(c[k] for c in expected.values()
+                                       for k in ("only_a", "only_b", "changed")))
     assert (report["first_diverging_batch"] is None) == (report["equal"]
                                                          and not report["output"]["moved"])
     if first == second:
@@ -281,7 +291,9 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(storage, tmp_path):
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "file").write_text("x")
+    fresh = tmp_path / "fresh"
     for args, named in [(("qa", "nope"), "'nope'"), (("no-run", "qa"), "'no-run'"),
+                        (("qa", "other", "--output", str(fresh)), "ev2"),
                         (("qq", "qq", "--output", str(taken)), "--output"),
                         ((old.run_id, new.run_id), "ev@1"), (("qa", "other"), "ev2"),
                         (("qa", "qq"), "qq"), (("qa",), "--base"),
@@ -289,7 +301,7 @@ def test_bad_inputs_exit_2_with_one_line_and_write_nothing(storage, tmp_path):
         result = reprise(runner, *args)
         assert result.exit_code == 2, (args, result.output)
         assert named in error_line(result), args
-    assert sorted(runner.warehouse.runs()) == runs
+    assert sorted(runner.warehouse.runs()) == runs and not fresh.exists()
 
 
 def git(directory: Path, *args: str) -> None:
@@ -317,8 +329,9 @@ def test_base_compares_the_definition_at_a_git_revision_with_the_current_one(sto
     expected = independent(runner, doc["a"]["run_id"], doc["b"]["run_id"], "window")
     plain = json.loads(reprise(runner, "qb", "qc", "--json").stdout)  # the same two definitions
     for table in ("output", "late", "quarantine"):
-        assert {k: doc[table][k] for k in ("only_a", "only_b", "changed")} == expected[table]
-        assert {k: plain[table][k] for k in ("only_a", "only_b", "changed")} == expected[table]
+        counts = {k: expected[table][k] for k in ("only_a", "only_b", "changed")}
+        assert {k: doc[table][k] for k in counts} == counts
+        assert {k: plain[table][k] for k in counts} == counts
 
     runs = sorted(runner.warehouse.runs())
     for revision, named in (("no-such-rev", "no-such-rev"), ("HEAD~1", "does not exist")):
