@@ -15,7 +15,7 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from jobs.execution.bucketing import key_buckets
+from jobs.execution.bucketing import key_hashes
 from jobs.storage import DeltaStorage
 
 #: Rows of both sides a bucket holds on average: bounds the memory of one comparison.
@@ -48,7 +48,7 @@ def column_hashes(column: pa.ChunkedArray) -> np.ndarray:
         hashed = pd.util.hash_array(values + 0.0 if floating else values)  # (-0.0 is 0.0)
         hashed[numbers.is_null().to_numpy(zero_copy_only=False)] = np.uint64(NULL_HASH)
         return hashed
-    return key_buckets(column, HASH_SPACE).astype(np.uint64)
+    return key_hashes(column) % np.uint64(HASH_SPACE)
 
 
 def row_hashes(table: pa.Table, columns: list[str]) -> np.ndarray:

@@ -80,7 +80,7 @@ def sharable(info: RunInfo, query: QuerySpec) -> bool:
 
 def _scan_of(info: RunInfo) -> tuple:
     """What runs sharing a scan agree on: pinned input, batch plan, buckets."""
-    return (info.recording, info.input_version, info.cuts, info.buckets)
+    return (info.recording, info.input_version, info.cuts, info.buckets, info.bucketing)
 
 
 def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator],
@@ -113,10 +113,11 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
         shared.reset()  # (the driver runs the parts one after the other with these objects)
     keys = sorted({m.plan.op.key for m in members})
     parts = read_range(files, first.recording_columns, keys, lo, hi)
-    table = pa.concat_tables([t for t, _ in parts])
-    seq = np.concatenate([s for _, s in parts])
+    table = pa.concat_tables([p.table for p in parts])
+    seq = np.concatenate([p.seq for p in parts])
     # key -> events per batch and bucket, W or not
-    by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets), seq, buckets)
+    by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets,
+                                                       first.modulo_buckets), seq, buckets)
                  for key in keys}
     for column in {m.plan.time_column for m in members}:
         table = table.append_column(f"{TIME}:{column}", table.column(column).cast(

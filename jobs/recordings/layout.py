@@ -1,0 +1,48 @@
+"""The key-hash layout of a recording's data files: each file's rows clustered by ranges of
+their key's 64-bit hash into Parquet row groups, so that a bucket's task reads only the row
+groups of its bucket's hash range (:mod:`jobs.execution.bucketing`) whatever the bucket count.
+
+A file in the layout holds two columns besides the recording's (not in the table's Delta schema,
+so readers of the table never see them): :data:`~jobs.storage.ARRIVAL_COLUMN`, each row's
+position in the file's arrival order (the order the rows were given in), and
+:data:`~jobs.storage.KEY_HASH_COLUMN`, the hash of its key (with Parquet statistics: a row
+group's min and max bound its range). Its footer names the hashed key column
+(:data:`~jobs.storage.LAYOUT_KEY`). The arrival sequence of an event is therefore the same in
+the layout as without it: readers number a file's rows by the arrival column (see
+:func:`jobs.execution.direct_exchange.read_range`, :func:`jobs.storage.base.positioned`).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pyarrow as pa
+
+from jobs.execution.bucketing import key_hashes
+from jobs.storage import ARRIVAL_COLUMN, KEY_HASH_COLUMN, LAYOUT_KEY, DeltaStorage, StagedFile
+from jobs.storage.staging import stage_table
+
+#: Hash ranges (row groups at most) of a file: the top bits of the hash. A power of two, so
+#: that the ranges of 2, 4, ..., 64 buckets are made of whole row groups.
+RANGES = 64
+_SHIFT = np.uint64(64 - RANGES.bit_length() + 1)
+
+
+def row_groups(table: pa.Table, key: str) -> list[pa.Table]:
+    """``table``'s rows with the layout's columns, one table per non-empty hash range in
+    range order, rows in arrival order within each."""
+    hashes = key_hashes(table.column(key))
+    ranges = (hashes >> _SHIFT).astype("int64")
+    order = np.argsort(ranges, kind="stable")
+    laid = table.append_column(ARRIVAL_COLUMN, pa.array(np.arange(table.num_rows, dtype="int64"))
+                               ).append_column(KEY_HASH_COLUMN, pa.array(hashes, pa.uint64()))
+    laid = laid.take(pa.array(order))
+    bounds = np.searchsorted(ranges[order], np.arange(RANGES + 1))
+    return [laid.slice(a, b - a) for a, b in pairwise(bounds) if b > a]
+
+
+def stage_laid_out(storage: DeltaStorage, path: str, table: pa.Table, key: str) -> StagedFile:
+    """``table`` staged as one data file of the recording at ``path`` in the layout (hashing
+    ``key``), for :meth:`~jobs.storage.DeltaStorage.commit_files`."""
+    return stage_table(storage, path, table, row_groups(table, key), {LAYOUT_KEY: key})
