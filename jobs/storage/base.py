@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -90,6 +90,9 @@ class DeltaStorage(ABC):
 
     spark: SparkSession
     name: str = field(init=False, default="abstract")
+    #: Whether :meth:`commit_files` commits the staged files as they are (a data file may then
+    #: hold columns besides the table's, as the key-hash layout's do); else it rewrites them.
+    keeps_staged_files: ClassVar[bool] = True
 
     @abstractmethod
     def exists(self, path: str) -> bool:

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -52,6 +53,7 @@ class DeltaSparkStorage(DeltaStorage):
     """Native backend: ``format("delta")`` reads and writes, Delta's own txnAppId/txnVersion."""
 
     name: str = field(init=False, default="delta-spark")
+    keeps_staged_files: ClassVar[bool] = False  # commit_files writes the rows anew
 
     def _api(self, path: str):
         from delta.tables import DeltaTable
