@@ -18,9 +18,11 @@ from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from jobs.execution.bucketing import key_hashes
 from jobs.storage import ARRIVAL_COLUMN, KEY_HASH_COLUMN, LAYOUT_KEY, DeltaStorage, StagedFile
+from jobs.storage.locations import filesystem
 from jobs.storage.staging import stage_table
 
 #: Hash ranges (row groups at most) of a file: the top bits of the hash. A power of two, so
@@ -42,7 +44,18 @@ def row_groups(table: pa.Table, key: str) -> list[pa.Table]:
     return [laid.slice(a, b - a) for a, b in pairwise(bounds) if b > a]
 
 
-def stage_laid_out(storage: DeltaStorage, path: str, table: pa.Table, key: str) -> StagedFile:
+def stage_laid_out(storage: DeltaStorage, path: str, table: pa.Table, key: str,
+                   tag: str | None = None) -> StagedFile:
     """``table`` staged as one data file of the recording at ``path`` in the layout (hashing
-    ``key``), for :meth:`~jobs.storage.DeltaStorage.commit_files`."""
-    return stage_table(storage, path, table, row_groups(table, key), {LAYOUT_KEY: key})
+    ``key``), for :meth:`~jobs.storage.DeltaStorage.commit_files` (``tag``: its staging
+    directory's name, see :func:`~jobs.storage.staging.stage_table`)."""
+    return stage_table(storage, path, table, row_groups(table, key), {LAYOUT_KEY: key}, tag)
+
+
+def layout_key(uri: str) -> str | None:
+    """The key column the data file ``uri`` is laid out by (its footer), or None: not in the
+    layout."""
+    fs, inner = filesystem(uri)
+    with fs.open_input_file(inner) as handle:
+        found = (pq.ParquetFile(handle).metadata.metadata or {}).get(LAYOUT_KEY.encode())
+    return None if found is None else found.decode()

@@ -15,13 +15,14 @@ from jobs.storage import DeltaStorage, StagedFile, file_stats
 
 def stage_table(storage: DeltaStorage, path: str, table: pa.Table,
                 row_groups: Sequence[pa.Table] | None = None,
-                metadata: Mapping[str, str] | None = None) -> StagedFile:
+                metadata: Mapping[str, str] | None = None, tag: str | None = None) -> StagedFile:
     """Write ``table`` as one Parquet file in a fresh staging directory of the table at ``path``
     (a local one), ready for :meth:`DeltaStorage.commit_files`, with its Delta stats.
 
     ``row_groups``: write these tables instead, each as one row group, in order (of one schema),
-    with ``metadata`` in the file's footer."""
-    directory = Path(storage.staging_dir(path, uuid.uuid4().hex))  # names only
+    with ``metadata`` in the file's footer; ``tag``: the staging directory's name (default: a
+    fresh one)."""
+    directory = Path(storage.staging_dir(path, tag or uuid.uuid4().hex))  # names only
     directory.mkdir(parents=True)
     file = str(directory / "part-00000.parquet")
     footer: list[pq.FileMetaData] = []
