@@ -53,7 +53,7 @@ def arrival(replay: Replay) -> list:
     path = replay.warehouse.recording("ev")
     files = [asdict(f) for f in input_index(replay.storage, path, replay.storage.version(path))]
     parts = read_range(files, ["k", "ts", "v"], [], 0, 2**62)
-    assert np.concatenate([p.seq for p in parts]).tolist() == list(range(sum(
+    assert np.concatenate([[], *(p.seq for p in parts)]).tolist() == list(range(sum(
         f["rows"] for f in files)))
     return [row for p in parts for row in p.table.to_pylist()]
 
@@ -131,7 +131,7 @@ def replay_info(replay: Replay, run_id: str):
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
-@given(n=st.integers(0, 150), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
+@given(n=st.integers(1, 150), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(0, 150), max_size=4), buckets=st.sampled_from([1, 2, 3, 8]))
 @pytest.mark.parametrize("exchange", ["direct", "spark"])
 def test_outputs_are_the_same_with_and_without_the_layout(spark, storage, exchange, n, commits,
