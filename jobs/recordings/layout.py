@@ -59,3 +59,14 @@ def layout_key(uri: str) -> str | None:
     with fs.open_input_file(inner) as handle:
         found = (pq.ParquetFile(handle).metadata.metadata or {}).get(LAYOUT_KEY.encode())
     return None if found is None else found.decode()
+
+
+def layout_note(recording: str, files: list[dict], key: str) -> str | None:
+    """A note for a replay whose bucket tasks read ``files`` (a run's input files) by ``key``
+    when some of them are not laid out by it (each task then reads those whole), or None."""
+    plain = sum(layout_key(f["uri"]) != key for f in files)
+    if not plain:
+        return None
+    return (f"{plain} of the {len(files)} files of recording {recording!r} are not in the "
+            f"key-hash layout: every bucket's task reads them whole; `reprise optimize "
+            f"{recording}` rewrites them")
