@@ -8,8 +8,8 @@ vitals_hr_1m`` (tumbling one-minute windows, one batch per commit), forced onto 
 bucket count and layout in turn per round (medians of ``--rounds``): wall time, events per
 second, the input bytes the bucket tasks read (``input_bytes`` of the run's ``run.json``) against
 the recording's size, and the peak resident memory of the command's largest process (the
-driver, the JVM or a Python worker: ``wait4``'s ``ru_maxrss``). The target: with the layout, 32
-buckets within 15 % of the time of 2. Run with ``make bench-scale`` or ``python -m
+driver, the JVM or a Python worker: ``VmHWM`` sampled from ``/proc``). The target: with the
+layout, 32 buckets within 15 % of the time of 2. Run with ``make bench-scale`` or ``python -m
 benchmarks.scale [--events N]``. Wall-clock timing is right here (a benchmark), never in an
 operator.
 """
@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -57,10 +58,46 @@ def recording_bytes(storage, warehouse: Warehouse) -> int:
     return sum(f.size for f in storage.live_files(path))
 
 
+def _parents() -> dict[int, int]:
+    """Every process's parent (from ``/proc``)."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            found[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _peak_kb(pid: int) -> int:
+    """The peak resident memory of process ``pid`` so far (``VmHWM``), 0 when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def watch_peaks(root: int, stop: threading.Event, peaks: dict[int, int]) -> None:
+    """Until ``stop``: the peak resident memory of ``root`` and each of its descendants."""
+    while not stop.is_set():
+        parents, tree, grown = _parents(), {root}, True
+        while grown:
+            more = {p for p, parent in parents.items() if parent in tree} - tree
+            tree |= more
+            grown = bool(more)
+        for pid in tree:
+            peaks[pid] = max(peaks.get(pid, 0), _peak_kb(pid))
+        stop.wait(0.25)
+
+
 def replay_once(warehouse: Warehouse, catalog: Path, buckets: int, run_id: str, master: str
                 ) -> dict:
-    """One ``reprise replay`` forced onto Spark: wall seconds, peak RSS (MB) of its largest
-    process, and the input bytes its tasks read."""
+    """One ``reprise replay`` forced onto Spark: wall seconds, the peak resident memory (MB) of
+    its largest process (driver, JVM, Python worker; sampled from ``/proc`` every 0.25 s), and
+    the input bytes its tasks read."""
     env = {**os.environ, "REPRISE_ENGINE": "spark", "REPRISE_BUCKETS": str(buckets),
            "REPRISE_EXCHANGE": "direct", "REPRISE_SPARK_MASTER": master,
            "REPRISE_WAREHOUSE": str(warehouse.root), "REPRISE_CATALOG": str(catalog),
@@ -69,14 +106,18 @@ def replay_once(warehouse: Warehouse, catalog: Path, buckets: int, run_id: str, 
     child = subprocess.Popen([sys.executable, "-m", "jobs.cli.app", "replay", QUERY,
                               "--plan", "commit", "--run-id", run_id], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
+    stop, peaks = threading.Event(), {}
+    watcher = threading.Thread(target=watch_peaks, args=(child.pid, stop, peaks), daemon=True)
+    watcher.start()
+    err = child.communicate()[1].decode()
     seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    err = child.stderr.read().decode() if child.stderr else ""
+    stop.set()
+    watcher.join()
     if child.returncode:
         raise SystemExit(f"reprise replay failed ({child.returncode}): {err[-2000:]}")
     info = json.loads((warehouse.run_dir(run_id) / "run.json").read_text())
-    return {"s": seconds, "peak_mb": usage.ru_maxrss / 1024, "bytes": info["input_bytes"]}
+    return {"s": seconds, "peak_mb": max(peaks.values(), default=0) / 1024,
+            "bytes": info["input_bytes"]}
 
 
 def main() -> None:
@@ -86,6 +127,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=20)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmups", type=int, default=1)
     args = parser.parse_args()
     catalog_dir = ROOT / "schemas"
     catalog = load_catalog(catalog_dir)
@@ -97,16 +139,16 @@ def main() -> None:
     plain_copy(storage, laid, plain)
     sizes = {"laid": recording_bytes(storage, laid), "plain": recording_bytes(storage, plain)}
     runs: dict[str, list[dict]] = {}
-    for i in range(args.rounds + 1):  # (round 0 warms the file cache: not counted)
+    for i in range(args.rounds + args.warmups):  # (warm-up rounds: not counted)
         for layout, warehouse in (("laid", laid), ("plain", plain)):
             for buckets in BUCKETS:
                 done = replay_once(warehouse, catalog_dir, buckets, f"r{i}-b{buckets}",
                                    args.master)
-                if i:
+                if i >= args.warmups:
                     runs.setdefault(f"{layout}_{buckets}", []).append(done)
                 print(layout, buckets, {k: round(v, 2) for k, v in done.items()}, flush=True)
     result: dict = {"events": args.events, "keys": args.keys, "commits": args.commits,
-                    "master": args.master, "rounds": args.rounds,
+                    "master": args.master, "rounds": args.rounds, "warmups": args.warmups,
                     "recording_bytes": sizes}
     medians = {}
     for name, done in runs.items():
