@@ -29,7 +29,7 @@ from pathlib import Path
 
 from engine.catalog import load_catalog
 from jobs.execution.arrival import input_index
-from jobs.execution.direct_exchange import read_range
+from jobs.execution.input_files import read_range
 from jobs.recordings.store import generate_recording
 from jobs.storage import open_driver_storage
 from jobs.warehouse import Warehouse

@@ -18,7 +18,7 @@ from engine import batch_plans as plans
 from engine.catalog import reads_history
 from engine.operator import SEQ, TIME
 from engine.specs import BatchSpec
-from jobs.execution.direct_exchange import read_range
+from jobs.execution.input_files import read_range
 from jobs.storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from engine.errors import RepriseError
 from engine.specs import RecordingSpec
-from jobs.execution.direct_exchange import read_range
+from jobs.execution.input_files import read_range
 from jobs.recordings.layout import layout_key, stage_laid_out
 from jobs.storage import DeltaStorage
 from jobs.storage.rearrange import commit_rearranged

@@ -39,7 +39,8 @@ from engine.sharing import SharedPlan
 from engine.specs import QuerySpec
 from jobs.execution.arrival import overlapping
 from jobs.execution.bucketing import key_buckets
-from jobs.execution.direct_exchange import per_task, read_range
+from jobs.execution.direct_exchange import per_task
+from jobs.execution.input_files import read_range
 from jobs.execution.keyed_steps import (
     BucketSplit,
     batch_buckets,

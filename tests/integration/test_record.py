@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from engine.catalog import load_catalog
 from jobs.cli.app import app
 from jobs.execution.arrival import input_index
-from jobs.execution.direct_exchange import read_range
+from jobs.execution.input_files import read_range
 from jobs.recordings.commits import FILES_KEY, RECORD_KEY, quarantine_rows
 from jobs.recordings.store import record_files
 from jobs.storage import DeltaStorage, open_driver_storage
