@@ -49,7 +49,9 @@ def stage_laid_out(storage: DeltaStorage, path: str, table: pa.Table, key: str,
     """``table`` staged as one data file of the recording at ``path`` in the layout (hashing
     ``key``), for :meth:`~jobs.storage.DeltaStorage.commit_files` (``tag``: its staging
     directory's name, see :func:`~jobs.storage.staging.stage_table`)."""
-    return stage_table(storage, path, table, row_groups(table, key), {LAYOUT_KEY: key}, tag)
+    # (the arrival positions rise within a row group: delta-encoded, a fifth of their size)
+    return stage_table(storage, path, table, row_groups(table, key), {LAYOUT_KEY: key}, tag,
+                       packed=[ARRIVAL_COLUMN])
 
 
 def layout_key(uri: str) -> str | None:
