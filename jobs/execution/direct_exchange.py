@@ -73,7 +73,9 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     """Run the plan's batches in one Spark job, one task per bucket reading its own events.
 
     No shuffle: each task reads the input files of the range with pyarrow and keeps its keys
-    (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
+    (of a file in the key-hash layout, only the row groups of its hash range: the tasks read
+    the range once in all; a file without the layout, every task reads whole). Each task
+    reports the input bytes it read (a ``read`` row: :attr:`StepFiles.bytes_read`).
     ``spark`` None: the buckets run in this process, without a Spark job (for a few events, e.g.
     a small replay or a continuation's new commits, the job's fixed cost would dominate), and
     as one: the input files are read once, the operator (key by key) steps every bucket's keys
