@@ -93,6 +93,10 @@ def test_generate_writes_the_layout_and_keeps_the_arrival_order(spark, storage, 
     parts = read_range([asdict(f) for f in files], [spec.key], [], 0, 3000)
     assert [k for p in parts for k in p.table.column(spec.key).to_pylist()] == expected
     assert storage.read_arrow(path).schema.names == list(spec.columns)  # no layout columns
+    generate_recording(storage, warehouse, catalog, "vitals", keys=40, events=2000, seed=5,
+                       commits=2, replace=True)
+    files = input_index(storage, path, storage.version(path))
+    assert [f.rows for f in files] == [1000, 1000]  # (the replaced files are gone)
 
 
 @pytest.mark.parametrize("buckets", [2, 8, 32])
