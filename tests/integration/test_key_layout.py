@@ -184,17 +184,28 @@ def test_a_run_continues_over_an_optimize(spark, storage, query):
 
 
 def test_optimize_command(spark, storage, tmp_path, monkeypatch):
-    """``reprise optimize``: one commit, then nothing to do; an unknown recording is one error
-    line and exit 1."""
+    """``reprise optimize``: one commit (a replay before it notes the files not in the layout,
+    one after it does not), then nothing to do; an unknown recording is one error line and exit
+    1."""
     if not storage.keeps_staged_files:
         pytest.skip("optimize needs the delta-rs backend")
     replay = make_replay(spark, storage, many_keys(300, 20, seed=1), commits=2)
     args = ["--warehouse", str(replay.warehouse.root), "--catalog",
             str(Path(replay.warehouse.root).parent / "schemas")]
     runner = CliRunner()
+    monkeypatch.setenv("REPRISE_BUCKETS", "2")
+    monkeypatch.setenv("REPRISE_EXCHANGE", "direct")
+    replayed = runner.invoke(app, ["replay", "ev_w", "--engine", "driver", "--run-id", "before",
+                                   *args])
+    assert replayed.exit_code == 0, replayed.output
+    assert "not in the key-hash layout" in replayed.output
+    assert "reprise optimize ev" in replayed.output
     result = runner.invoke(app, ["optimize", "ev", *args])
     assert result.exit_code == 0, result.output
     assert "rewrote 2 files" in result.output
+    replayed = runner.invoke(app, ["replay", "ev_w", "--engine", "driver", "--run-id", "after",
+                                   *args])
+    assert replayed.exit_code == 0 and "key-hash layout" not in replayed.output, replayed.output
     result = runner.invoke(app, ["optimize", "ev", *args])
     assert result.exit_code == 0 and "nothing to do" in result.output, result.output
     result = runner.invoke(app, ["optimize", "nope", *args])
