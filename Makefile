@@ -8,7 +8,7 @@ export GX_ANALYTICS_ENABLED := false
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: demo test test-slow lint bench bench-cluster ui venv jars browser clean docs docs-serve
+.PHONY: demo test test-slow lint bench bench-cluster bench-scale ui venv jars browser clean docs docs-serve
 
 venv: $(STAMP)
 
@@ -76,6 +76,11 @@ bench: $(STAMP) jars $(CLASS_ARCHIVE)
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
 bench-cluster: $(STAMP)
 	$(BIN)/python -m benchmarks.cluster
+
+# Tumbling over 1M events with 2, 8, 32 buckets, with and without the key-hash layout
+# (benchmarks/scale.py).
+bench-scale: $(STAMP) jars $(CLASS_ARCHIVE)
+	$(BIN)/python -m benchmarks.scale
 
 # The documentation site (MkDocs, strict: a broken link or a page missing from the nav fails).
 docs: $(STAMP)

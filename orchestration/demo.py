@@ -66,13 +66,20 @@ APPENDED = 2_000
 
 def append_commit() -> int:
     """Append :data:`APPENDED` events to the vitals recording as one commit; its new version."""
+    from dataclasses import asdict
+
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from jobs.execution.arrival import input_index, overlapping
+    from jobs.execution.input_files import read_range
 
     resources = default_resources()
     warehouse, spark = resources["warehouse"], resources["spark"]
     storage, path = warehouse.storage(spark), warehouse.warehouse().recording("vitals")
-    first = storage.read_arrow(path).slice(0, APPENDED)
+    files = [asdict(f) for f in input_index(storage, path, storage.version(path))]
+    first = pa.concat_tables(part.table for part in read_range(  # (in arrival order)
+        overlapping(files, 0, APPENDED), storage.schema(path).names, [], 0, APPENDED))
     later = pc.add(first["ts"], pa.scalar(86_400_000_000, pa.duration("us")))
     storage.write(first.set_column(first.schema.get_field_index("ts"), "ts", later), path,
                   mode="append")

@@ -18,7 +18,7 @@ from jobs.cli.init_project import init
 from jobs.cli.inspect_commands import plan, runs, validate
 from jobs.cli.output import fail, missing_file, usage
 from jobs.cli.process_exit import exit_now
-from jobs.cli.recording_commands import generate, record
+from jobs.cli.recording_commands import generate, optimize, record
 from jobs.cli.run_commands import follow, gc, replay
 
 
@@ -65,7 +65,8 @@ def main(verbose: Annotated[bool, typer.Option(
         os.environ["REPRISE_VERBOSE"] = "1"
 
 
-for command in (init, generate, record, replay, follow, gc, validate, diff, plan, runs, analyze):
+for command in (init, generate, record, optimize, replay, follow, gc, validate, diff, plan, runs,
+                analyze):
     app.command()(command)
 
 

@@ -1,4 +1,4 @@
-"""``reprise generate`` and ``reprise record``: writing recordings."""
+"""``reprise generate``, ``reprise record`` and ``reprise optimize``: writing recordings."""
 
 from __future__ import annotations
 
@@ -84,3 +84,23 @@ def record(
     bad = sum(r.quarantined for r in reports)
     if bad:
         console.print(f"{bad} rows quarantined with reasons in {ctx.warehouse.quarantine(name)}")
+
+
+def optimize(
+    name: Annotated[str, typer.Argument(help="Recording name (schemas/recordings/NAME.yaml)")],
+    warehouse: Warehouse_ = None, catalog: Catalog_ = None, backend: Backend_ = None,
+) -> None:
+    """Rewrite a recording into the key-hash layout (one commit; no row or arrival order
+    changes), so that each bucket's task reads only its keys."""
+    from jobs.recordings.optimize import optimize_recording
+    from jobs.storage import open_driver_storage
+
+    ctx = Context(warehouse, catalog, backend)
+    spec = ctx.catalog.recording(name)
+    done = optimize_recording(open_driver_storage(backend, ctx.settings), ctx.warehouse, spec)
+    if done.version is None:
+        console.print(f"{name}: its {done.kept} files are in the key-hash layout already; "
+                      "nothing to do", highlight=False)
+        return
+    console.print(f"{name}: version {done.version} rewrote {done.rewritten} files into the "
+                  f"key-hash layout ({done.kept} were in it)", highlight=False)

@@ -73,6 +73,12 @@ def replay(
     done = runner.manifest(info.run_id).num_rows
     if warning := batch_count_warning(info.batches, info.plan):
         err.print(f"warning: {warning}", highlight=False)
+    if info.exchange == "direct" and info.buckets > 1 and (
+            info.input_path == runner.warehouse.recording(info.recording)):
+        from jobs.recordings.layout import layout_note
+
+        if note := layout_note(info.recording, info.files, runner.context(query).operator.key):
+            err.print(f"note: {note}", highlight=False)
     console.print(f"run [bold]{info.run_id}[/]: {info.recording} v{info.input_version}, "
                   f"{info.total} events, plan {info.plan} -> {info.batches} batches"
                   + resume_note(done, info.batches + 1))

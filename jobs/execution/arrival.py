@@ -18,7 +18,7 @@ from engine import batch_plans as plans
 from engine.catalog import reads_history
 from engine.operator import SEQ, TIME
 from engine.specs import BatchSpec
-from jobs.execution.direct_exchange import read_range
+from jobs.execution.input_files import read_range
 from jobs.storage import FILE_COLUMN, ROW_COLUMN, DeltaStorage
 
 
@@ -80,8 +80,8 @@ def event_times(files: list[plans.InputFile], time_column: str) -> tuple[np.ndar
     read with pyarrow (no Spark session needed: a small replay never starts one)."""
     times, seqs = [np.empty(0, "int64")], [np.empty(0, "int64")]
     total = sum(f.rows for f in files)
-    for table, seq in read_range([asdict(f) for f in files], [time_column], [], 0, total):
-        column = table.column(time_column)
+    for part in read_range([asdict(f) for f in files], [time_column], [], 0, total):
+        column, seq = part.table.column(time_column), part.seq
         micros = column.cast(pa.timestamp("us", getattr(column.type, "tz", None))).cast(pa.int64())
         valid = micros.is_valid().to_numpy(zero_copy_only=False)
         times.append(micros.fill_null(0).to_numpy()[valid])

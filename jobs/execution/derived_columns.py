@@ -19,12 +19,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs  # pa.fs
-import pyarrow.parquet as pq
 
 from engine.derive import DerivedProgram, Unsupported, compile_derived, constant_value
 from engine.errors import RepriseError
 from engine.operator import SEQ, exact_pandas
 from engine.specs import COLUMN_TYPES
+from jobs.execution.input_files import read_range
 from jobs.execution.key_codes import arrow_key_codes
 from jobs.runs.run_context import RunContext
 
@@ -72,21 +72,16 @@ class WorkerDerive:
         for f in self.files:
             if f["offset"] >= lo:
                 break
-            table = self.with_constants(_read(
-                f["uri"], [c for c in dict.fromkeys(columns) if c not in self.constants],
-                [self.program.key]))
-            seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
-            keep = (seq < lo) & mine(table)
-            tables.append(table.filter(pa.array(keep)).append_column(SEQ, pa.array(seq[keep])))
+            read = [c for c in dict.fromkeys(columns) if c not in self.constants]
+            dictionary = [] if self.program.key in self.constants else [self.program.key]
+            (part,) = read_range([f], read, dictionary, 0, lo)
+            table = self.with_constants(part.table)
+            keep = mine(table)
+            tables.append(table.filter(pa.array(keep)).append_column(
+                SEQ, pa.array(part.seq[keep])))
         if not tables:
             return pd.DataFrame()
         return exact_pandas(pa.concat_tables(tables))
-
-
-def _read(uri: str, columns: list[str], dictionary: list[str] | None = None) -> pa.Table:
-    """Columns of an input file (a local path or a URI pyarrow knows, as the workers read)."""
-    fs, path = pa.fs.FileSystem.from_uri(uri) if "://" in uri else (pa.fs.LocalFileSystem(), uri)
-    return pq.read_table(path, filesystem=fs, columns=columns, read_dictionary=dictionary)
 
 
 def with_constants(table: pa.Table, constants: Mapping[str, tuple[object, str]]) -> pa.Table:
@@ -125,7 +120,8 @@ def _out_of_order(files: list[dict], key: str, column: str) -> str | None:
     """Why ordering a key's events by ``column`` then arrival is not their arrival order (a
     null, or a value below an earlier one of the key), or None: then ``ORDER BY column, __seq``
     is ``ORDER BY __seq`` over the pinned input."""
-    parts = [_read(f["uri"], [key, column], [key]) for f in files]
+    parts = [p.table for p in read_range(files, [key, column], [key], 0,
+                                         sum(f["rows"] for f in files))]
     if not parts:
         return None
     table = pa.concat_tables(parts)

@@ -3,27 +3,25 @@ and keeps its keys (no shuffle); a small run steps every bucket at once in the d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from engine.operator import SEQ, TIME, exact_pandas
-from jobs.execution.bucketing import key_buckets
+from jobs.execution.bucketing import hash_buckets, hash_range, key_buckets
+from jobs.execution.input_files import read_range
 from jobs.execution.keyed_steps import batch_buckets, no_events, run_bucket
-from jobs.execution.step_files import collect_files
+from jobs.execution.step_files import collect_files, count_row
 from jobs.execution.step_plan import StepFiles, StepPlan
 
 
-def bucket_events(plan: StepPlan, files: list[dict], bucket: int | None, buckets: int,
-                  ranged: list[tuple[pa.Table, np.ndarray, np.ndarray]] | None = None
-                  ) -> pd.DataFrame:
-    """The events of one bucket (None: of every bucket) in the plan's arrival range, read
-    straight from the input files (``ranged``: those files as :func:`range_events` read them,
-    when already read).
+def bucket_events(plan: StepPlan, bucket: int | None, buckets: int,
+                  ranged: list[tuple[pa.Table, np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """The events of one bucket (None: of every bucket) in the plan's arrival range, from the
+    input files as :func:`range_events` read them (``ranged``).
 
     Keys are bucketed as the spark exchange buckets them (:func:`key_buckets`). A text key
     column is read dictionary-encoded (each distinct key is hashed once); it stays categorical
@@ -31,7 +29,7 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int | None, buckets
     otherwise.
     """
     lo, key, tables = plan.batches[0][1], plan.op.key, []
-    for table, seq, of in range_events(plan, files, buckets) if ranged is None else ranged:
+    for table, seq, of in ranged:
         if bucket is not None:
             mine = of == bucket
             table, seq = table.filter(pa.array(mine)), seq[mine]
@@ -43,7 +41,8 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int | None, buckets
     events = exact_pandas(pa.concat_tables(tables), coerce_temporal_nanoseconds=True)
     if plan.derive:
         events = plan.derive.add_to(
-            events, lo, lambda table: key_buckets(table.column(key), buckets) == bucket
+            events, lo, lambda table: key_buckets(table.column(key), buckets,
+                                                  plan.modulo_buckets) == bucket
             if bucket is not None else np.ones(table.num_rows, bool))
     if isinstance(events[key].dtype, pd.CategoricalDtype) and not (
             plan.op.codes_keys or plan.op.categorical_keys):
@@ -51,37 +50,24 @@ def bucket_events(plan: StepPlan, files: list[dict], bucket: int | None, buckets
     return events
 
 
-def range_events(plan: StepPlan, files: list[dict], buckets: int
-                 ) -> list[tuple[pa.Table, np.ndarray, np.ndarray]]:
+def range_events(plan: StepPlan, files: list[dict], buckets: int, bucket: int | None = None
+                 ) -> tuple[list[tuple[pa.Table, np.ndarray, np.ndarray]], int]:
     """Each input file's events in the plan's arrival range: (rows, their arrival sequence,
-    their bucket), the files read once for every bucket."""
+    their bucket), and the input bytes read. ``bucket``: of a file in the key-hash layout
+    (:mod:`jobs.recordings.layout`), only the row groups of that bucket's hash range are read
+    (they hold other buckets' rows too); None: every row."""
     key = plan.op.key
     derived = plan.derive.names if plan.derive else ()
     columns = [c for c in plan.recording_columns if c not in derived]
+    hashes = None if bucket is None or plan.modulo_buckets else hash_range(bucket, buckets)
+    read = read_range(files, columns, [key] if key in columns else [], plan.batches[0][1],
+                      plan.batches[-1][2], key, hashes)
     out = []
-    for table, seq in read_range(files, columns, [key] if key in columns else [],
-                                 plan.batches[0][1], plan.batches[-1][2]):
-        table = plan.derive.with_constants(table) if plan.derive else table
-        out.append((table, seq, key_buckets(table.column(key), buckets)))
-    return out
-
-
-def read_range(files: list[dict], columns: Sequence[str], dictionary: list[str], lo: int,
-               hi: int) -> list[tuple[pa.Table, np.ndarray]]:
-    """Each input file's rows with arrival sequence in ``[lo, hi)`` (``columns``; those of
-    ``dictionary`` read dictionary-encoded) and their arrival sequence."""
-    out = []
-    for f in files:
-        fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
-            pa.fs.LocalFileSystem(), f["uri"])
-        table = pq.read_table(path, filesystem=fs, columns=list(columns),
-                              read_dictionary=dictionary)
-        seq = np.arange(f["offset"], f["offset"] + table.num_rows, dtype="int64")
-        inside = (seq >= lo) & (seq < hi)
-        if not inside.all():
-            table, seq = table.filter(pa.array(inside)), seq[inside]
-        out.append((table, seq))
-    return out
+    for r in read:
+        table = plan.derive.with_constants(r.table) if plan.derive else r.table
+        out.append((table, r.seq, key_buckets(table.column(key), buckets, plan.modulo_buckets)
+                    if r.hashes is None else hash_buckets(r.hashes, buckets, plan.modulo_buckets)))
+    return out, sum(r.nbytes for r in read)
 
 
 def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict], buckets: int
@@ -89,7 +75,9 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     """Run the plan's batches in one Spark job, one task per bucket reading its own events.
 
     No shuffle: each task reads the input files of the range with pyarrow and keeps its keys
-    (every task reads the range once, which is cheap next to Spark's exchange on a few workers).
+    (of a file in the key-hash layout, only the row groups of its hash range: the tasks read
+    the range once in all; a file without the layout, every task reads whole). Each task
+    reports the input bytes it read (a ``read`` row: :attr:`StepFiles.bytes_read`).
     ``spark`` None: the buckets run in this process, without a Spark job (for a few events, e.g.
     a small replay or a continuation's new commits, the job's fixed cost would dominate), and
     as one: the input files are read once, the operator (key by key) steps every bucket's keys
@@ -97,18 +85,25 @@ def execute_direct(spark: SparkSession | None, plan: StepPlan, files: list[dict]
     which a later Spark job's tasks read per bucket).
     """
     if spark is None:  # the input read once; the buckets step as one (key by key, alike)
-        ranged = range_events(plan, files, buckets)
+        ranged, nbytes = range_events(plan, files, buckets)
         by_bucket = batch_buckets(
             plan, np.concatenate([np.empty(0, "int64"), *(of for _, _, of in ranged)]),
             np.concatenate([np.empty(0, "int64"), *(seq for _, seq, _ in ranged)]), buckets)
-        events = bucket_events(plan, files, None, buckets, ranged)
-        return collect_files(plan, run_bucket(plan, 0, events, by_bucket=by_bucket
-                                              ).to_dict("records"))
+        events = bucket_events(plan, None, buckets, ranged)
+        return collect_files(plan, [read_row(plan, nbytes), *run_bucket(
+            plan, 0, events, by_bucket=by_bucket).to_dict("records")])
 
     def step(bucket: int) -> pd.DataFrame:
-        return run_bucket(plan, bucket, bucket_events(plan, files, bucket, buckets))
+        ranged, nbytes = range_events(plan, files, buckets, bucket)
+        done = run_bucket(plan, bucket, bucket_events(plan, bucket, buckets, ranged))
+        return pd.concat([done, pd.DataFrame([read_row(plan, nbytes)])], ignore_index=True)
 
     return collect_files(plan, per_task(spark, list(range(buckets)), step))
+
+
+def read_row(plan: StepPlan, nbytes: int) -> dict:
+    """The row a task reports of the input bytes it read (see :func:`collect_files`)."""
+    return {**count_row(plan.batches[0][0], "read", -1, 0), "size": nbytes}
 
 
 def execute_finish(spark: SparkSession | None, plan: StepPlan) -> dict[int, StepFiles]:

@@ -77,7 +77,7 @@ def _load_state(plan: StepPlan, bucket: int | None) -> pd.DataFrame:
     table = pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files)
     if bucket is not None and _of_every_bucket(plan, bucket):  # this bucket's rows of it
         table = table.filter(pa.array(
-            key_buckets(table.column(plan.op.key), plan.buckets) == bucket))
+            key_buckets(table.column(plan.op.key), plan.buckets, plan.modulo_buckets) == bucket))
     return codec.decode(table)
 
 

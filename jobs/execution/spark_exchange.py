@@ -33,7 +33,8 @@ def execute_step(plan: StepPlan, events: DataFrame, buckets: int) -> dict[int, S
         return step(key, table)
 
     # one partition per bucket (not the session's shuffle partition count)
-    grouped = bucketed(events, plan.op.key, buckets).repartition(buckets, BUCKET).groupBy(BUCKET)
+    grouped = (bucketed(events, plan.op.key, buckets, plan.modulo_buckets)
+               .repartition(buckets, BUCKET).groupBy(BUCKET))
     if plan.finish:
         every = events.sparkSession.range(buckets).withColumnRenamed("id", BUCKET)
         job = grouped.cogroup(every.groupBy(BUCKET)).applyInArrow(step_all, FILES_SCHEMA)

@@ -147,11 +147,13 @@ def collect_files(plan: StepPlan, rows: list) -> dict[int, StepFiles]:
     out = {}
     for batch, _, _ in plan.batches:
         staged: dict[str, list[StagedFile]] = {kind: [] for kind in KINDS}
-        counted = {"input": 0, "late": 0, "quarantine": 0}
+        counted = {"input": 0, "late": 0, "quarantine": 0, "read": 0}
         buckets = set()
         mine = (r for r in rows if r["batch"] == batch)
         for r in sorted(mine, key=lambda r: (r["kind"], r["path"])):
-            if not r["path"]:
+            if r["kind"] == "read":  # input bytes a task read (see direct_exchange)
+                counted["read"] += r["size"]
+            elif not r["path"]:
                 counted[r["kind"]] += r["rows"]
                 if r["kind"] == "input":
                     buckets.add(int(r["bucket"]))
@@ -159,5 +161,5 @@ def collect_files(plan: StepPlan, rows: list) -> dict[int, StepFiles]:
                 staged[r["kind"]].append(StagedFile(path=r["path"], size=r["size"],
                                                     num_records=r["rows"], stats=r["stats"]))
         out[batch] = StepFiles(staged=staged, buckets=buckets, rows_seen=counted.pop("input"),
-                               events=counted)
+                               bytes_read=counted.pop("read"), events=counted)
     return out

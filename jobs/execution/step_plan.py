@@ -28,6 +28,7 @@ class StepPlan:
     # bucket -> its state files (a file of every bucket is in each bucket's list)
     state_files: dict[int, list[str]] = field(default_factory=dict)
     buckets: int = 1  # the run's buckets
+    modulo_buckets: bool = False  # a run made before hash ranges (see jobs.execution.bucketing)
     finish: bool = False  # the last of ``batches`` is the end-of-input flush
     kernel_dir: str | None = None  # QRE kernel cache of the workers (``REPRISE_KERNEL_DIR``)
     derive: WorkerDerive | None = None  # derived columns computed by the workers (direct)
@@ -46,3 +47,4 @@ class StepFiles:
     buckets: set[int]
     rows_seen: int
     events: dict[str, int]
+    bytes_read: int = 0  # input bytes the direct exchange's tasks read (counted on the first)

@@ -24,6 +24,7 @@ from jobs.recordings.commits import (
 )
 from jobs.recordings.generators import generate
 from jobs.recordings.ingest import QUARANTINE_SCHEMA, IngestError, IngestResult, read_file
+from jobs.recordings.layout import stage_laid_out
 from jobs.storage import DeltaStorage, StagedFile
 from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
@@ -61,17 +62,29 @@ def generate_recording(storage: DeltaStorage, warehouse: Warehouse, catalog: Cat
             "reprise.events": str(events)}
     versions = {}
     for i, table in enumerate(generated.commits):
-        mode = "overwrite" if i == 0 else "append"
-        versions[spec.name] = storage.write(table.cast(spec.arrow_schema()), path, mode=mode,
-                                            metadata={**meta, "reprise.commit": str(i)}).version
+        versions[spec.name] = _write_laid_out(storage, path, spec, table, i == 0,
+                                              {**meta, "reprise.commit": str(i)})
         if on_commit:
             on_commit(i)
     for name, table in generated.extra.items():
-        extra = catalog.recording(name)
-        versions[name] = storage.write(table.cast(extra.arrow_schema()),
-                                       warehouse.recording(name), mode="overwrite",
-                                       metadata=meta).version
+        versions[name] = _write_laid_out(storage, warehouse.recording(name),
+                                         catalog.recording(name), table, True, meta)
     return versions
+
+
+def _write_laid_out(storage: DeltaStorage, path: str, spec: RecordingSpec, table: pa.Table,
+                    replace: bool, metadata: dict[str, str]) -> int | None:
+    """Commit ``table`` to the recording at ``path`` as one data file in the key-hash layout
+    (:mod:`jobs.recordings.layout`; a backend that rewrites staged files writes it as it is),
+    replacing its live files when ``replace``; the new version."""
+    schema = spec.arrow_schema()
+    remove = [f.path for f in storage.live_files(path)] if replace and storage.exists(
+        path) else []
+    if not storage.keeps_staged_files:  # (its commits write the rows anew: no layout)
+        mode = "overwrite" if replace else "append"
+        return storage.write(table.cast(schema), path, mode=mode, metadata=metadata).version
+    staged = stage_laid_out(storage, path, table.cast(schema), spec.key)
+    return storage.commit_files(path, [staged], schema, remove=remove, metadata=metadata).version
 
 
 def file_sha256(path: str | Path) -> str:
@@ -133,15 +146,22 @@ def record_files(storage: DeltaStorage, warehouse: Warehouse, spec: RecordingSpe
     listed = files_metadata(RecordedFile(r.source, r.sha256, r.rows, r.recorded, r.quarantined)
                             for r in written)
     good = [r.good for r in results if r.good.num_rows]
-    version = storage.commit_files(recording, _staged(storage, recording, good),
+    key = spec.key if storage.keeps_staged_files else None
+    version = storage.commit_files(recording, _staged(storage, recording, good, key),
                                    spec.arrow_schema(), txn=record_txn(record_id),
                                    metadata={RECORD_KEY: record_id, FILES_KEY: listed}).version
     return [r if r.skipped else replace(r, version=version) for r in reports]
 
 
-def _staged(storage: DeltaStorage, path: str, tables: list[pa.Table]) -> list[StagedFile]:
+def _staged(storage: DeltaStorage, path: str, tables: list[pa.Table], key: str | None = None
+            ) -> list[StagedFile]:
     """``tables`` one after the other as one Parquet file for a commit on ``path`` (none when
     there are none), written by pyarrow, which keeps the rows in order: delta-rs's
     ``write_deltalake`` writes a table of several chunks in an order of its own (a recording's
-    row order is its arrival order)."""
-    return [stage_table(storage, path, pa.concat_tables(tables))] if tables else []
+    row order is its arrival order); ``key``: in the key-hash layout of that key column
+    (:mod:`jobs.recordings.layout`: the arrival order is kept in a column)."""
+    if not tables:
+        return []
+    rows = pa.concat_tables(tables)
+    return [stage_table(storage, path, rows) if key is None else
+            stage_laid_out(storage, path, rows, key)]

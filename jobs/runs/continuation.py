@@ -35,6 +35,9 @@ from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
 from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
+from jobs.storage.locations import local_path
+from jobs.storage.log_entries import relative_path
+from jobs.storage.rearrange import rearranged_files
 
 
 @dataclass
@@ -155,7 +158,8 @@ def _fresh_reason(replay: Replay, info: RunInfo, ctx) -> str:
         latest = replay.storage.version(path)
         if latest < old[stream]:
             return f"recording {name!r} is at version {latest}, older than the run's {old[stream]}"
-        if why := append_only(replay.storage, path, old[stream], latest):
+        # (a merged input takes the files of later commits for new events: not rearranged)
+        if why := append_only(replay.storage, path, old[stream], latest, not ctx.merged):
             return f"recording {name!r} was rewritten: {why}"
     return ""
 
@@ -215,6 +219,22 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
     return [asdict(f) for f in added]
 
 
+def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
+                ) -> list[dict]:
+    """The ``known`` files (of version ``old`` of the table at ``path``) as version ``new``
+    holds them: a file that a later commit rearranged (:mod:`jobs.storage.rearrange`: the same
+    rows, the same arrival order) is its replacement, at the same offset."""
+    moved = rearranged_files(storage, path, old, new)
+    if not moved:
+        return known
+    root = local_path(path).rstrip("/")
+    out = []
+    for f in known:
+        now = moved.get(relative_path(f["uri"], root))
+        out.append(f if now is None else {**f, "uri": f"{root}/{now}"})
+    return out
+
+
 def _first_segment(info: RunInfo, note: str = "") -> dict:
     """Segment 0 of a run: its first replay."""
     segment = {"segment": 0, "from_version": None, "to_version": _version(info),
@@ -244,8 +264,8 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
         path = info.input_path
     else:
         path, version = info.input_path, sources["input"]
-    files = [*info.files, *new_files(replay.storage, path, info.input_version, version,
-                                     info.files)]
+    known = moved_files(replay.storage, path, info.input_version, version, info.files)
+    files = [*known, *new_files(replay.storage, path, info.input_version, version, known)]
     cuts = resolve_cuts(plans.parse_plan(info.plan), [plans.InputFile(**f) for f in files],
                         ctx.time_column)
     keep = kept_batches(info.cuts, cuts)

@@ -141,7 +141,8 @@ class Replay:
                        sources=sources,
                        exchange=exchange_for(ctx, self._exchange(),
                                              [asdict(f) for f in files]),
-                       created=datetime.now(UTC).isoformat(timespec="seconds"))
+                       created=datetime.now(UTC).isoformat(timespec="seconds"),
+                       bucketing="range")
         run_file.parent.mkdir(parents=True, exist_ok=True)
         save_run(self, info)
         return info
@@ -254,7 +255,7 @@ class Replay:
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group),
                         dirs=dirs, schemas=schemas, recording_columns=tuple(ctx.recording.columns),
                         time_column=ctx.time_column, state_files=state_files,
-                        buckets=info.buckets,
+                        buckets=info.buckets, modulo_buckets=info.bucketing == "modulo",
                         finish=group[-1] == info.batches,
                         kernel_dir=self.settings.kernel_dir and str(self.settings.kernel_dir),
                         derive=derive, events_done=self._events_done(info, tables, group))
@@ -302,6 +303,7 @@ class Replay:
         spark = self.spark if choice.engine == "spark" else None
         if info.exchange == "direct":
             steps = execute_direct(spark, plan, overlapping(info.files, lo, hi), info.buckets)
+            info.input_bytes += sum(s.bytes_read for s in steps.values())
         elif group == [info.batches]:  # alone: one task per bucket that holds state
             steps = execute_finish(spark, plan)
         else:

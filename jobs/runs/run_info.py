@@ -21,6 +21,9 @@ from jobs.storage import Txn
 from jobs.warehouse import Warehouse
 from jobs.warehouse_names import check_name
 
+#: The ways a run maps keys to buckets (:mod:`jobs.execution.bucketing`).
+BUCKETINGS = ("range", "modulo")
+
 #: A continued run's segment ``k`` commits batch ``b`` under app transaction version
 #: ``k << SEGMENT_SHIFT | b`` (:meth:`RunInfo.txn`); segments record the scheme as ``txn``.
 SEGMENT_SHIFT = 32
@@ -69,6 +72,12 @@ class RunInfo:
     #: Which engine ran which batches: ``{"batches": [first, last], "engine": "spark" or
     #: "driver", "reason": ...}``, in order (see :mod:`jobs.runs.engine_choice`).
     engines: list[dict] = field(default_factory=list)
+    #: How keys map to buckets (:mod:`jobs.execution.bucketing`): ``range`` (ranges of the key
+    #: hash); runs made before it was recorded have ``modulo`` and keep it.
+    bucketing: str = "modulo"
+    #: Input bytes the bucket tasks of the direct exchange read so far (Parquet column chunks;
+    #: see :mod:`jobs.execution.direct_exchange`).
+    input_bytes: int = 0
 
     def txn(self, table: str, batch: int) -> Txn:
         """The Delta app transaction of batch ``batch``'s commit to the run's ``table``: app id
@@ -237,6 +246,10 @@ def _checked(data: Any, directory: str) -> RunInfo:
             raise _BadField(name, str(exc)) from None
     _integer(data["input_version"], "input_version")
     _integer(data["buckets"], "buckets", 1, MAX_BUCKETS)
+    if data.get("bucketing", "modulo") not in BUCKETINGS:
+        raise _BadField("bucketing", f"expected one of {', '.join(map(json.dumps, BUCKETINGS))}"
+                                     f", got {_shown(data['bucketing'])}")
+    _integer(data.get("input_bytes", 0), "input_bytes")
     if data.get("exchange", "spark") not in EXCHANGES:
         raise _BadField("exchange", f"expected one of {', '.join(map(json.dumps, EXCHANGES))}, "
                                     f"got {_shown(data['exchange'])}")

@@ -24,6 +24,7 @@ from jobs.runs.run_commits import commit_rows
 from jobs.runs.run_info import ReplayError, RunInfo, note_checked
 from jobs.runs.run_text import run_text
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
+from jobs.storage.rearrange import rearranging
 from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
 
@@ -51,11 +52,13 @@ def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:
     return r
 
 
-def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | None:
+def append_only(storage: DeltaStorage, path: str, old: int, new: int,
+                rearranged: bool = True) -> str | None:
     """Why versions ``old+1 .. new`` of the table at ``path`` are not plain appends (a delete,
-    an overwrite, an optimize...), or None when every one of them only appended rows. Reads
-    the newest ``new - old`` commits (``new``: the table's latest version), the whole history
-    only when the table has moved on since."""
+    an overwrite, an optimize...), or None when every one of them only appended rows (or, when
+    ``rearranged``, only rearranged its files: :mod:`jobs.storage.rearrange`). Reads the newest
+    ``new - old`` commits (``new``: the table's latest version), the whole history only when
+    the table has moved on since."""
     if new <= old:
         return None
     entries = storage.history(path, limit=new - old)
@@ -65,6 +68,10 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int) -> str | N
         version = int(entry["version"])
         if not old < version <= new:
             continue
+        if rearranging(storage, entry):
+            if rearranged:
+                continue
+            return f"version {version} of {path} rearranged its files (reprise optimize)"
         operation = str(entry.get("operation", "?"))
         mode = str((entry.get("operationParameters") or {}).get("mode", ""))
         if operation != "WRITE" or mode.lower() != "append":

@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
@@ -20,6 +21,7 @@ from engine.sharing import SharedPlan, SharingView, Statistics, plan_queries
 from engine.sharing.derived import with_derived
 from engine.specs import QuerySpec, RecordingSpec
 from jobs.execution.derived_columns import worker_derive
+from jobs.storage import ARRIVAL_COLUMN
 from jobs.warehouse import Warehouse
 
 #: Rows of the recording's latest snapshot the selectivities, key counts and time span are
@@ -107,10 +109,10 @@ def _data_files(path: str) -> list[tuple[str, int]]:
 def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str],
                          sample_rows: int = SAMPLE_ROWS) -> Statistics:
     """The row count of ``recording``'s latest snapshot and a deterministic sample of its
-    ``columns`` (those it has) that spans the whole recording: the first rows of each data file,
-    as many as its share of the snapshot's rows (``sample_rows`` in all; of at most
-    :data:`SAMPLE_FILES` files, evenly spaced in path order when there are more). With every file
-    read, the sample does not depend on how the files are named."""
+    ``columns`` (those it has) that spans the whole recording: the first rows (in arrival order)
+    of each data file, as many as its share of the snapshot's rows (``sample_rows`` in all; of
+    at most :data:`SAMPLE_FILES` files, evenly spaced in path order when there are more). With
+    every file read, the sample does not depend on how the files are named."""
     files = _data_files(warehouse.recording(recording))
     total = sum(rows for _, rows in files)
     step = max(1, -(-len(files) // SAMPLE_FILES))
@@ -118,10 +120,15 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
     share = sum(rows for _, rows in read)
 
     def head(path: str, rows: int) -> pa.RecordBatch | None:
+        first = -(-sample_rows * rows // share)
         with pq.ParquetFile(path) as parquet:
             names = [c for c in sorted(columns) if c in parquet.schema_arrow.names]
-            return next(parquet.iter_batches(batch_size=-(-sample_rows * rows // share),
-                                             columns=names), None)
+            if ARRIVAL_COLUMN in parquet.schema_arrow.names:  # (key-hash layout: by arrival)
+                table = parquet.read(columns=[*names, ARRIVAL_COLUMN])
+                table = table.filter(pc.less(table.column(ARRIVAL_COLUMN), first))
+                table = table.sort_by(ARRIVAL_COLUMN).drop_columns([ARRIVAL_COLUMN])
+                return table.combine_chunks().to_batches()[0] if table.num_rows else None
+            return next(parquet.iter_batches(batch_size=first, columns=names), None)
 
     with ThreadPoolExecutor(4) as pool:  # (pyarrow decodes without the GIL)
         heads = list(pool.map(head, *zip(*read, strict=True))) if read else []

@@ -39,7 +39,8 @@ from engine.sharing import SharedPlan
 from engine.specs import QuerySpec, RecordingSpec
 from jobs.execution.arrival import overlapping
 from jobs.execution.bucketing import key_buckets
-from jobs.execution.direct_exchange import per_task, read_range
+from jobs.execution.direct_exchange import per_task
+from jobs.execution.input_files import read_range
 from jobs.execution.keyed_steps import (
     BucketSplit,
     batch_buckets,
@@ -95,7 +96,7 @@ def sharable(info: RunInfo, query: QuerySpec, recordings: dict[str, RecordingSpe
 
 def _scan_of(info: RunInfo) -> tuple:
     """What runs sharing a scan agree on: pinned input, batch plan, buckets."""
-    return (info.recording, info.input_version, info.cuts, info.buckets)
+    return (info.recording, info.input_version, info.cuts, info.buckets, info.bucketing)
 
 
 def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator],
@@ -139,12 +140,13 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     # the members' keys (a constant key, a derived column, by its stream name)
     keys = sorted({m.derived.get(m.plan.op.key, m.plan.op.key) for m in members})
     parts = read_range(files, columns, [k for k in keys if k in columns], lo, hi)
-    table = pa.concat_tables([t for t, _ in parts])
+    table = pa.concat_tables([p.table for p in parts])
     for derive in derives:  # (the constant key of key: none before the buckets)
         table = derive.add_constants(table)
-    seq = np.concatenate([s for _, s in parts])
+    seq = np.concatenate([p.seq for p in parts])
     # key -> events per batch and bucket, W or not
-    by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets), seq, buckets)
+    by_bucket = {key: batch_buckets(first, key_buckets(table.column(key), buckets,
+                                                       first.modulo_buckets), seq, buckets)
                  for key in keys}
     for column in {m.plan.time_column for m in members}:
         table = table.append_column(f"{TIME}:{column}", table.column(column).cast(

@@ -2,7 +2,11 @@
 
 from jobs.storage.backend_choice import BACKENDS, open_driver_storage, open_storage
 from jobs.storage.base import (
+    ARRIVAL_COLUMN,
     FILE_COLUMN,
+    KEY_HASH_COLUMN,
+    LAYOUT_COLUMNS,
+    LAYOUT_KEY,
     ROW_COLUMN,
     DataFile,
     DeltaStorage,
@@ -16,7 +20,8 @@ from jobs.storage.base import (
 from jobs.storage.file_stats import file_stats
 
 __all__ = [
-    "BACKENDS", "FILE_COLUMN", "ROW_COLUMN", "DataFile", "DeltaStorage", "LiveFile", "StagedFile",
+    "ARRIVAL_COLUMN", "BACKENDS", "FILE_COLUMN", "KEY_HASH_COLUMN", "LAYOUT_COLUMNS", "LAYOUT_KEY",
+    "ROW_COLUMN", "DataFile", "DeltaStorage", "LiveFile", "StagedFile",
     "StorageError", "Txn", "UnsupportedTableFeature", "WriteResult", "file_stats",
     "open_driver_storage", "open_storage",
 ]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from engine.errors import RepriseError
 from jobs.storage.delta_log import added_in, changes
@@ -20,6 +22,14 @@ WriteMode = Literal["append", "overwrite"]
 #: Column names added by :meth:`DeltaStorage.read_positioned`.
 FILE_COLUMN = "__file"
 ROW_COLUMN = "__row"
+#: Columns a data file of a recording in the key-hash layout holds besides the table's (not in
+#: the Delta schema, so readers of the table never see them): each row's position in the file's
+#: arrival order, and the 64-bit hash of its key (see :mod:`jobs.recordings.layout`).
+ARRIVAL_COLUMN = "__arrival"
+KEY_HASH_COLUMN = "__key_hash"
+LAYOUT_COLUMNS = (ARRIVAL_COLUMN, KEY_HASH_COLUMN)
+#: The Parquet footer key naming the column whose hash orders a file in the layout.
+LAYOUT_KEY = "reprise.layout.key"
 
 
 class StorageError(RepriseError):
@@ -80,6 +90,9 @@ class DeltaStorage(ABC):
 
     spark: SparkSession
     name: str = field(init=False, default="abstract")
+    #: Whether :meth:`commit_files` commits the staged files as they are (a data file may then
+    #: hold columns besides the table's, as the key-hash layout's do); else it rewrites them.
+    keeps_staged_files: ClassVar[bool] = True
 
     @abstractmethod
     def exists(self, path: str) -> bool:
@@ -100,7 +113,8 @@ class DeltaStorage(ABC):
     @abstractmethod
     def read_positioned(self, path: str, version: int,
                         files: Sequence[str] | None = None) -> DataFrame:
-        """Rows with their position: ``__file`` (data file URI) and ``__row`` (row in the file).
+        """Rows with their position: ``__file`` (data file URI) and ``__row`` (row in the file's
+        arrival order: see :func:`positioned`).
 
         ``files`` restricts the read to those data files of the snapshot.
         """
@@ -202,6 +216,21 @@ class DeltaStorage(ABC):
         if txn is None or not self.exists(path):
             return False
         return done_already(self.txn_version(path, txn.app_id), txn)
+
+
+def with_arrival(schema: StructType) -> StructType:
+    """A table's Spark schema with :data:`ARRIVAL_COLUMN`, to read its Parquet files with
+    (null in a file without it)."""
+    return StructType([*schema.fields, StructField(ARRIVAL_COLUMN, LongType(), True)])
+
+
+def positioned(df: DataFrame, file: Column) -> DataFrame:
+    """``df`` (Parquet files read with :func:`with_arrival`) with :data:`FILE_COLUMN` (``file``)
+    and :data:`ROW_COLUMN`: each row's position in its file's arrival order (its
+    :data:`ARRIVAL_COLUMN` where the file stores its rows in another order, else its index)."""
+    return df.select(*(df[c] for c in df.columns if c != ARRIVAL_COLUMN), file.alias(FILE_COLUMN),
+                     F.coalesce(F.col(ARRIVAL_COLUMN), F.col("_metadata.row_index"))
+                     .alias(ROW_COLUMN))
 
 
 def done_already(committed: int | None, txn: Txn | None) -> bool:

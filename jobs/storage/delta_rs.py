@@ -43,7 +43,9 @@ from jobs.storage.base import (
     WriteMode,
     WriteResult,
     done_already,
+    positioned,
     unsupported_features,
+    with_arrival,
 )
 from jobs.storage.delta_log import entry_exists, first_added, last_checkpoint, log_dir, log_history
 from jobs.storage.file_stats import file_stats
@@ -192,19 +194,17 @@ class DeltaRsStorage(DeltaStorage):
                         files: Sequence[str] | None = None) -> DataFrame:
         dt = self._readable(path, version)
         arrow_schema = pa.schema(dt.schema().to_arrow())
-        schema = from_arrow_schema(arrow_schema)
         uris = list(files) if files is not None else _file_paths(dt)
         if not uris:
             return self.spark.createDataFrame(
                 [], from_arrow_schema(arrow_schema.append(pa.field(FILE_COLUMN, pa.string()))
                                       .append(pa.field(ROW_COLUMN, pa.int64()))))
-        # Map Spark's qualified, percent-encoded ``_metadata.file_path`` back to our plain paths
-        # with one literal map (no per-row string munging).
+        # Spark's qualified, percent-encoded file paths to our plain ones: one literal map
         pairs = {raw: uri for uri in uris for raw in self._spark_forms(uri)}
         raw = F.create_map(*[F.lit(x) for pair in pairs.items() for x in pair])
-        df = self.spark.read.schema(schema).parquet(*uris)
-        return df.select("*", F.element_at(raw, F.col("_metadata.file_path")).alias(FILE_COLUMN),
-                         F.col("_metadata.row_index").alias(ROW_COLUMN))
+        schema = with_arrival(from_arrow_schema(arrow_schema))
+        return positioned(self.spark.read.schema(schema).parquet(*uris),
+                          F.element_at(raw, F.col("_metadata.file_path")))
 
     def _spark_forms(self, uri: str) -> set[str]:
         """Forms Spark may report in ``_metadata.file_path`` for the file ``uri``."""

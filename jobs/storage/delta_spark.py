@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -24,6 +25,8 @@ from jobs.storage.base import (
     Txn,
     WriteMode,
     WriteResult,
+    positioned,
+    with_arrival,
 )
 from jobs.storage.delta_log import latest_version
 from jobs.storage.delta_log import txn_version as logged_txn_version
@@ -50,6 +53,7 @@ class DeltaSparkStorage(DeltaStorage):
     """Native backend: ``format("delta")`` reads and writes, Delta's own txnAppId/txnVersion."""
 
     name: str = field(init=False, default="delta-spark")
+    keeps_staged_files: ClassVar[bool] = False  # commit_files writes the rows anew
 
     def _api(self, path: str):
         from delta.tables import DeltaTable
@@ -87,9 +91,8 @@ class DeltaSparkStorage(DeltaStorage):
         if not paths:
             return snapshot.limit(0).select("*", F.lit("").alias(FILE_COLUMN),
                                             F.lit(0).cast("long").alias(ROW_COLUMN))
-        return (self.spark.read.schema(snapshot.schema).option("basePath", path).parquet(*paths)
-                .select("*", local_file_path().alias(FILE_COLUMN),
-                        F.col("_metadata.row_index").alias(ROW_COLUMN)))
+        return positioned(self.spark.read.schema(with_arrival(snapshot.schema))
+                          .option("basePath", path).parquet(*paths), local_file_path())
 
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
         return self.read(path, version).toArrow()

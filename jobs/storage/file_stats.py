@@ -7,6 +7,8 @@ from collections.abc import Mapping
 
 import pyarrow.parquet as pq
 
+from jobs.storage.base import LAYOUT_COLUMNS
+
 
 def file_stats(path: str, meta: pq.FileMetaData | None = None,
                nulls_of: Mapping[str, int] | None = None) -> tuple[int, str]:
@@ -23,7 +25,7 @@ def file_stats(path: str, meta: pq.FileMetaData | None = None,
             col = group.column(ci)
             name = col.path_in_schema
             st = col.statistics
-            if st is None:
+            if st is None or name in LAYOUT_COLUMNS:  # (not columns of the table)
                 continue
             nulls[name] = nulls.get(name, 0) + (st.null_count or 0)
             numeric = col.physical_type in ("INT32", "INT64", "FLOAT", "DOUBLE")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from engine.catalog import load_catalog
 from jobs.cli.app import app
 from jobs.execution.arrival import input_index
+from jobs.execution.input_files import read_range
 from jobs.recordings.commits import FILES_KEY, RECORD_KEY, quarantine_rows
 from jobs.recordings.store import record_files
 from jobs.storage import DeltaStorage, open_driver_storage
@@ -108,15 +110,14 @@ def test_the_same_content_twice_in_one_command_is_recorded_once(wh, storage, fil
 
 def arrival(storage, wh: Warehouse, version: int) -> list[str]:
     """The recording's ``patient_id`` in arrival order at ``version``, as a replay numbers its
-    events (:func:`jobs.execution.arrival.input_index`: files with the offset of their first row),
-    read
-    from the Parquet part files themselves."""
+    events (:func:`jobs.execution.arrival.input_index`: files with the offset of their first row;
+    rows by their arrival position in the file), read from the Parquet part files themselves."""
     ids: list[str] = []
     for f in input_index(storage, wh.recording("vitals"), version):
         assert f.offset == len(ids)
-        part = pq.read_table(f.uri.removeprefix("file://")).column("patient_id").to_pylist()
-        assert len(part) == f.rows
-        ids += part
+        (part,) = read_range([asdict(f)], ["patient_id"], [], f.offset, f.offset + f.rows)
+        assert part.seq.tolist() == list(range(f.offset, f.offset + f.rows))
+        ids += part.table.column("patient_id").to_pylist()
     return ids
 
 

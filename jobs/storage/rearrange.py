@@ -1,0 +1,74 @@
+"""A commit that rearranges a table's data files without changing its rows (``dataChange``
+false, as Delta's OPTIMIZE does): each removed file is replaced by one added file holding the same
+rows in the same arrival order. The commit's metadata maps each removed file to its replacement
+(:data:`REARRANGED_KEY`), so that a reader pinned to the old files (a run to continue) finds
+them (:func:`rearranged_files`). delta-rs backend only (see
+:attr:`~jobs.storage.DeltaStorage.keeps_staged_files`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
+from deltalake.transaction import AddAction, RemoveAction
+
+from jobs.storage.base import DeltaStorage, StagedFile, StorageError
+from jobs.storage.locations import local_path
+from jobs.storage.log_entries import commit_properties, relative_path
+
+#: Commit metadata of a rearranging commit: JSON object, removed file -> its replacement (paths
+#: relative to the table's root).
+REARRANGED_KEY = "reprise.rearranged"
+
+
+def commit_rearranged(path: str, replaced: Mapping[str, StagedFile], schema: pa.Schema,
+                      metadata: Mapping[str, str]) -> int:
+    """Replace each live data file of the table at ``path`` (a key of ``replaced``, named as
+    :meth:`~jobs.storage.DeltaStorage.live_files` names it) by its staged file in one commit
+    with ``dataChange`` false; the new version."""
+    root = local_path(path).rstrip("/")
+    now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
+    moves = {relative_path(old, root): relative_path(new.path, root)
+             for old, new in replaced.items()}
+    actions: list[AddAction | RemoveAction] = [
+        AddAction(path=moves[relative_path(old, root)], size=new.size, partition_values={},
+                  modification_time=now_ms, data_change=False,
+                  stats=new.stats or json.dumps({"numRecords": new.num_records}))
+        for old, new in replaced.items()]
+    actions += [RemoveAction(path=old, data_change=False, deletion_timestamp=now_ms)
+                for old in moves]
+    props = commit_properties(None, {**metadata, REARRANGED_KEY: json.dumps(moves)})
+    try:
+        dt = DeltaTable(root)
+        dt.create_write_transaction(actions, mode="append", schema=schema,
+                                    commit_properties=props)
+        dt.update_incremental()
+    except DeltaError as exc:
+        raise StorageError(f"cannot rearrange the files of Delta table {path}: {exc}") from exc
+    return dt.version()
+
+
+def rearranging(storage: DeltaStorage, entry: dict) -> dict[str, str]:
+    """The files a :meth:`~jobs.storage.DeltaStorage.history` entry's commit rearranged (removed
+    -> replacement, relative paths; none for another commit)."""
+    return json.loads(storage.commit_metadata(entry).get(REARRANGED_KEY) or "{}")
+
+
+def rearranged_files(storage: DeltaStorage, path: str, old: int, new: int) -> dict[str, str]:
+    """Each data file of the table at ``path`` that the commits of versions ``old+1 .. new``
+    rearranged -> its replacement at ``new`` (relative paths)."""
+    if new <= old:
+        return {}
+    entries = storage.history(path, limit=storage.version(path) - old)
+    moved: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: int(e["version"])):
+        if old < int(entry["version"]) <= new:
+            step = rearranging(storage, entry)
+            moved = {was: step.get(now, now) for was, now in moved.items()}
+            for was, now in step.items():
+                moved.setdefault(was, now)
+    return moved
