@@ -105,10 +105,6 @@ def storage(spark):
 
 
 NO_JARS = "Delta jars not loaded (make jars; see jobs/runtime/delta_jars.py): delta-spark skipped"
-#: Why a test marked ``keeps_staged_names`` is expected to fail on delta-spark.
-KEEPS_NAMES = ("delta-spark's commit_files rewrites the staged files through a Spark write (new "
-               "names, no bucket number), so a run whose state outlives one Spark job fails with "
-               "'state file ... does not carry a bucket number'")
 
 
 @pytest.fixture(params=["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_spark)])
@@ -120,8 +116,6 @@ def backend_storage(request, spark, monkeypatch):
 
     if request.param == "delta-spark" and not delta_jars_loadable(spark):
         pytest.skip(NO_JARS)
-    if request.param == "delta-spark" and request.node.get_closest_marker("keeps_staged_names"):
-        request.applymarker(pytest.mark.xfail(reason=KEEPS_NAMES, run=False))
     monkeypatch.setenv("REPRISE_DELTA_BACKEND", request.param)
     return open_storage(spark, request.param)
 

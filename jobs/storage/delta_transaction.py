@@ -4,13 +4,16 @@ through py4j): the files keep their paths and names, and no Spark job runs.
 
 The actions are Delta's own classes, made from their JSON form (``Action.fromJson``), so the
 log entry holds what Delta writes for them. The operation is Delta's ``WRITE`` (its mode, and the
-commit metadata as its ``userMetadata``). The application transaction is checked in the
-transaction's snapshot without Delta's ``txnVersion``, which reconstructs the snapshot's whole
-state with a Spark job: from the snapshot's checksum (``.crc``, which Delta keeps the
-application transactions in) or, when it has none, from the log (:mod:`jobs.storage.delta_log`).
-The transaction is then marked as having read the whole table, so a commit another writer makes
-after its snapshot makes this one fail (Delta's conflict check) rather than commit a transaction
-twice.
+commit metadata as its ``userMetadata``). The files a commit removes are named with their sizes,
+so that Delta brings the table's checksum (``.crc``) up to date from the commit alone (without
+them it reconstructs the table's state with a Spark job after the commit).
+
+The application transaction is checked in the transaction's snapshot without Delta's
+``txnVersion``, which reconstructs the snapshot's whole state with a Spark job: from the
+snapshot's checksum, which Delta keeps the application transactions in, or, when it has none,
+from the log (:mod:`jobs.storage.delta_log`). The transaction is then marked as having read the
+whole table, so a commit another writer makes after its snapshot makes this one fail (Delta's
+conflict check) rather than commit a transaction twice.
 
 The classes used are those of the pinned Delta release (``jobs/runtime/delta_jars.py``).
 """
@@ -29,6 +32,7 @@ from pyspark.sql.types import StructType
 
 from jobs.storage.base import StagedFile, StorageError, Txn, WriteMode
 from jobs.storage.delta_log import txn_version as logged_txn_version
+from jobs.storage.locations import filesystem
 from jobs.storage.log_entries import relative_path
 
 #: The arguments of Delta's ``DeltaOperations.Write`` after (mode, partitionBy, predicate,
@@ -92,6 +96,14 @@ def _new_table_metadata(spark: SparkSession, schema: StructType, now_ms: int):
     return _module(spark, "actions.Action").fromJson(json.dumps({"metaData": meta}))
 
 
+def _sizes(paths: Sequence[str]) -> list[int]:
+    """The sizes in bytes of the files at ``paths`` (local paths or URIs)."""
+    if not paths:
+        return []
+    fs, _ = filesystem(paths[0])
+    return [info.size for info in fs.get_file_info([filesystem(p)[1] for p in paths])]
+
+
 def _check_schema(path: str, transaction, schema: StructType) -> None:
     """StorageError when the table's columns and types are not those of ``schema``."""
     table = StructType.fromJson(json.loads(transaction.metadata().schemaString()))
@@ -141,9 +153,12 @@ def _commit(spark: SparkSession, path: str, files: Sequence[StagedFile], schema:
         "path": logged_path(f.path, root), "partitionValues": {}, "size": f.size,
         "modificationTime": now_ms, "dataChange": True,
         "stats": f.stats or json.dumps({"numRecords": f.num_records})}})) for f in files]
+    # (with their sizes: Delta then keeps the table's checksum without a Spark job)
+    dropped = list(remove) if mode == "append" else []
     actions += [action.fromJson(json.dumps({"remove": {
         "path": logged_path(p, root), "deletionTimestamp": now_ms, "dataChange": True,
-        "extendedFileMetadata": False}})) for p in (remove if mode == "append" else ())]
+        "extendedFileMetadata": True, "partitionValues": {}, "size": size, "tags": {}}}))
+        for p, size in zip(dropped, _sizes(dropped), strict=True)]
     if txn is not None:
         actions.append(action.fromJson(json.dumps(
             {"txn": {"appId": txn.app_id, "version": txn.version, "lastUpdated": now_ms}})))

@@ -191,7 +191,6 @@ def test_random_queries_share_exactly_and_match_their_reference(spark, storage, 
         assert validate_run(shared, catalog, run_id).ok, run_id
 
 
-@pytest.mark.keeps_staged_names
 def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, backend_storage):
     storage = backend_storage  # (each backend in turn)
     shared, alone, _ = setup(spark, storage, 150, seed=11, commits=5)
