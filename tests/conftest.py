@@ -39,14 +39,20 @@ def _load_project_delta_jars() -> None:
 _load_project_delta_jars()
 
 
+def _skipped_for_jars(config) -> int:
+    """How many tests of this session skipped because the Delta jars did not load."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    stats = reporter.stats if reporter is not None else {}
+    return sum("Delta jars not loaded" in str(r.longrepr) for r in stats.get("skipped", []))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Say how many tests skipped for missing Delta jars (none when the project's jars load;
-    ``test_the_project_delta_jars_load`` fails otherwise)."""
-    skipped = [r for r in terminalreporter.stats.get("skipped", [])
-               if "Delta jars not loaded" in str(r.longrepr)]
+    """Say how many tests skipped for missing Delta jars: none may (the session then fails,
+    see :func:`pytest_sessionfinish`, and ``test_the_project_delta_jars_load`` fails too)."""
+    skipped = _skipped_for_jars(terminalreporter.config)
     if skipped:
-        terminalreporter.write_line(f"{len(skipped)} tests skipped for missing Delta jars "
-                                    "(make jars)", red=True)
+        terminalreporter.write_line(f"{skipped} tests skipped for missing Delta jars "
+                                    "(make jars): the session fails", red=True)
 
 
 def pytest_runtest_setup(item):
@@ -61,6 +67,10 @@ def pytest_runtest_setup(item):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """A session in which a test skipped for missing Delta jars fails (the delta-spark leg
+    must run); the status is kept for :func:`pytest_unconfigure`."""
+    if _skipped_for_jars(session.config) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     session.config._reprise_status = int(exitstatus)
 
 
