@@ -55,6 +55,15 @@ def pytest_terminal_summary(terminalreporter):
                                     "(make jars): the session fails", red=True)
 
 
+def pytest_collection_modifyitems(items):
+    """The delta-spark leg of a test marked ``delta_spark_slow`` is marked ``slow`` too."""
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if (item.get_closest_marker("delta_spark_slow") and spec is not None
+                and spec.params.get("backend_storage") == "delta-spark"):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_runtest_setup(item):
     """The replays of the tests that use Spark (all but ``tests/unit``) run on Spark: with
     ``auto`` their small runs would run in the driver and leave the Spark path untested (the

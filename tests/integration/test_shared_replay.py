@@ -76,7 +76,9 @@ def assert_same_runs(shared: Replay, alone: Replay, run_ids: list[str]) -> None:
                 == alone.manifest(run_id).to_pandas()[counts].values.tolist())
 
 
-def test_shared_replay_equals_standalone_runs_and_reference(spark, storage):
+@pytest.mark.delta_spark_slow
+def test_shared_replay_equals_standalone_runs_and_reference(spark, backend_storage):
+    storage = backend_storage  # (each backend in turn)
     shared, alone, catalog = setup(spark, storage, 240, seed=7)
     names = [*QUERIES, "ev_q"]
     runner = SharedReplay(shared)
