@@ -99,7 +99,6 @@ def test_materialize_catalog_checks_pass_and_corruption_is_caught(sample_defs, w
     assert mismatch["replay"]["readings"] == mismatch["reference"]["readings"] + 1000
 
 
-@pytest.mark.delta_spark_slow
 def test_quality_suite_can_fail(spark, backend_storage, catalog, warehouse, monkeypatch,
                                 tmp_path):
     storage = backend_storage  # (each backend in turn)
