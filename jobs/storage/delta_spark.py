@@ -48,7 +48,9 @@ def _input_path(uri: str) -> str:
 
 @dataclass
 class DeltaSparkStorage(DeltaStorage):
-    """Native backend: ``format("delta")`` reads and writes, Delta's own txnAppId/txnVersion."""
+    """Native backend: ``format("delta")`` reads and DataFrame writes (Delta's own
+    txnAppId/txnVersion); staged files are committed as they are through Delta's transaction
+    (:mod:`jobs.storage.delta_transaction`)."""
 
     name: str = field(init=False, default="delta-spark")
 
