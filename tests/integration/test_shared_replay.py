@@ -193,13 +193,11 @@ def test_random_queries_share_exactly_and_match_their_reference(spark, storage, 
         assert validate_run(shared, catalog, run_id).ok, run_id
 
 
-def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, backend_storage,
-                                                                  request):
+def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, backend_storage):
     storage = backend_storage  # (each backend in turn)
-    if storage.name == "delta-spark":  # (a known defect, not yet understood)
-        request.applymarker(pytest.mark.xfail(run=False, reason=(
-            "on delta-spark the resumed shared run's tables held one row more than the "
-            "uninterrupted run's (41 against 40): a batch committed twice after the kill")))
+    if storage.name == "delta-spark":  # (a known defect, not yet understood: not run)
+        pytest.xfail("on delta-spark the resumed shared run's tables held one row more than "
+                     "the uninterrupted run's (41 against 40): a batch committed twice")
     shared, alone, _ = setup(spark, storage, 150, seed=11, commits=5)
     names = ["sel_lo", "win_t", "win_c"]
     runner = SharedReplay(alone)
