@@ -39,14 +39,29 @@ def _load_project_delta_jars() -> None:
 _load_project_delta_jars()
 
 
+def _skipped_for_jars(config) -> int:
+    """How many tests of this session skipped because the Delta jars did not load."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    stats = reporter.stats if reporter is not None else {}
+    return sum("Delta jars not loaded" in str(r.longrepr) for r in stats.get("skipped", []))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Say how many tests skipped for missing Delta jars (none when the project's jars load;
-    ``test_the_project_delta_jars_load`` fails otherwise)."""
-    skipped = [r for r in terminalreporter.stats.get("skipped", [])
-               if "Delta jars not loaded" in str(r.longrepr)]
+    """Say how many tests skipped for missing Delta jars: none may (the session then fails,
+    see :func:`pytest_sessionfinish`, and ``test_the_project_delta_jars_load`` fails too)."""
+    skipped = _skipped_for_jars(terminalreporter.config)
     if skipped:
-        terminalreporter.write_line(f"{len(skipped)} tests skipped for missing Delta jars "
-                                    "(make jars)", red=True)
+        terminalreporter.write_line(f"{skipped} tests skipped for missing Delta jars "
+                                    "(make jars): the session fails", red=True)
+
+
+def pytest_collection_modifyitems(items):
+    """The delta-spark leg of a test marked ``delta_spark_slow`` is marked ``slow`` too."""
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if (item.get_closest_marker("delta_spark_slow") and spec is not None
+                and spec.params.get("backend_storage") == "delta-spark"):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):
@@ -61,6 +76,10 @@ def pytest_runtest_setup(item):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """A session in which a test skipped for missing Delta jars fails (the delta-spark leg
+    must run); the status is kept for :func:`pytest_unconfigure`."""
+    if _skipped_for_jars(session.config) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     session.config._reprise_status = int(exitstatus)
 
 
@@ -105,10 +124,6 @@ def storage(spark):
 
 
 NO_JARS = "Delta jars not loaded (make jars; see jobs/runtime/delta_jars.py): delta-spark skipped"
-#: Why a test marked ``keeps_staged_names`` is expected to fail on delta-spark.
-KEEPS_NAMES = ("delta-spark's commit_files rewrites the staged files through a Spark write (new "
-               "names, no bucket number), so a run whose state outlives one Spark job fails with "
-               "'state file ... does not carry a bucket number'")
 
 
 @pytest.fixture(params=["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_spark)])
@@ -120,8 +135,6 @@ def backend_storage(request, spark, monkeypatch):
 
     if request.param == "delta-spark" and not delta_jars_loadable(spark):
         pytest.skip(NO_JARS)
-    if request.param == "delta-spark" and request.node.get_closest_marker("keeps_staged_names"):
-        request.applymarker(pytest.mark.xfail(reason=KEEPS_NAMES, run=False))
     monkeypatch.setenv("REPRISE_DELTA_BACKEND", request.param)
     return open_storage(spark, request.param)
 

@@ -37,6 +37,10 @@ DELTA_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # Keep tables readable by the delta-rs backend (see README, "Delta backends").
     "spark.databricks.delta.properties.defaults.enableDeletionVectors": "false",
+    # Delta checkpoints a table after every 10th commit by default, with a Spark job that
+    # outlasts the commit many times over; a run commits each table once a batch. Every 100th,
+    # as delta-rs does (jobs/storage/log_entries.py).
+    "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
 }
 
 

@@ -30,6 +30,7 @@ from jobs.storage.base import (
 )
 from jobs.storage.delta_log import latest_version
 from jobs.storage.delta_log import txn_version as logged_txn_version
+from jobs.storage.delta_transaction import commit_staged
 
 
 def local_file_path():
@@ -50,7 +51,9 @@ def _input_path(uri: str) -> str:
 
 @dataclass
 class DeltaSparkStorage(DeltaStorage):
-    """Native backend: ``format("delta")`` reads and writes, Delta's own txnAppId/txnVersion."""
+    """Native backend: ``format("delta")`` reads and DataFrame writes (Delta's own
+    txnAppId/txnVersion); staged files are committed as they are through Delta's transaction
+    (:mod:`jobs.storage.delta_transaction`)."""
 
     name: str = field(init=False, default="delta-spark")
     keeps_staged_files: ClassVar[bool] = False  # commit_files writes the rows anew
@@ -138,17 +141,10 @@ class DeltaSparkStorage(DeltaStorage):
                      mode: WriteMode = "append", txn: Txn | None = None,
                      metadata: Mapping[str, str] | None = None,
                      remove: Sequence[str] = ()) -> WriteResult:
-        paths = [f.path for f in files]
-        if remove:  # no file-level removes through the DataFrame API: rewrite what is kept
-            dropped = set(remove)  # paths as live_files gives them
-            paths += [f.path for f in self.live_files(path) if f.path not in dropped]
-            mode = "overwrite"
-        df = (self.spark.read.schema(from_arrow_schema(schema)).parquet(*paths) if paths
-              else self.spark.createDataFrame([], from_arrow_schema(schema)))
-        return self.write(df, path, mode=mode, txn=txn, metadata=metadata)
-
-    def staging_dir(self, path: str, tag: str) -> str:
-        return f"{path.rstrip('/')}.staging/{tag}"
+        version = commit_staged(self.spark, path, files, from_arrow_schema(schema), mode=mode,
+                                txn=txn, metadata=metadata, remove=remove)
+        return WriteResult(version=None, skipped=True) if version is None else WriteResult(
+            version=version)
 
     def txn_version(self, path: str, app_id: str) -> int | None:
         # (Delta keeps the last version per appId in the snapshot; the log has every one)

@@ -34,7 +34,6 @@ def later_events(replay: Replay) -> pa.Table:
                             pc.add(table["ts"], day))
 
 
-@pytest.mark.keeps_staged_names
 @pytest.mark.parametrize("after", [0, 3])
 def test_sigkill_during_a_continuation_then_continue_equals_uninterrupted(
         spark, backend_storage, catalog, warehouse, after):

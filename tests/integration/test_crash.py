@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from deltalake import DeltaTable
 
 from jobs.recordings.store import generate_recording
@@ -67,7 +66,6 @@ def prepared(spark, storage, catalog, warehouse) -> Replay:
     return Replay(spark, storage, warehouse, catalog)
 
 
-@pytest.mark.keeps_staged_names
 def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, backend_storage, catalog,
                                                           warehouse):
     storage = backend_storage  # (each backend in turn)
@@ -92,7 +90,6 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, backend_storage
     assert manifest["batch"].tolist() == list(range(info.batches + 1))
 
 
-@pytest.mark.keeps_staged_names
 def test_crash_between_table_commits_and_manifest(spark, backend_storage, catalog, warehouse):
     storage = backend_storage  # (each backend in turn)
     replay = prepared(spark, storage, catalog, warehouse)

@@ -45,15 +45,7 @@ def test_a_recording_made_by_one_backend_replays_on_the_other(spark, backends, c
     assert late_rows(reader, then) == late_rows(reader, first)
 
 
-#: delta-spark's commit_files rewrites the staged state files (new names, no bucket number), so
-#: a run it started cannot be continued yet (see KEEPS_NAMES in tests/conftest.py).
-CONTINUED = pytest.mark.parametrize(("first", "then"), [
-    ("delta-rs", "delta-spark"),
-    pytest.param("delta-spark", "delta-rs", marks=pytest.mark.xfail(
-        reason="delta-spark's commit_files renames the staged state files", strict=False))])
-
-
-@CONTINUED
+@PAIRS
 def test_a_run_continued_with_the_other_backend_equals_one_continued_with_the_same(
         spark, backends, catalog, warehouse, first, then):
     generate_recording(backends[first], warehouse, catalog, "vitals", keys=10, events=4_000,

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 
-import pytest
 from test_continuation_crash import later_events
 
 from jobs.recordings.store import generate_recording
@@ -21,7 +20,6 @@ from jobs.runs.validate import validate_run
 QUERY = "vitals_hr_1m"
 
 
-@pytest.mark.keeps_staged_names
 def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, backend_storage, catalog,
                                                           warehouse):
     storage = backend_storage  # (each backend in turn)
@@ -49,7 +47,6 @@ def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, backend_storag
     assert validate_run(replay, catalog, latest.run_id).ok
 
 
-@pytest.mark.keeps_staged_names
 def test_follow_adds_a_segment_per_new_version_and_stops_on_sigterm(spark, backend_storage, catalog,
                                                                     warehouse):
     storage = backend_storage  # (each backend in turn)

@@ -103,7 +103,9 @@ def test_materialize_catalog_checks_pass_and_corruption_is_caught(sample_defs, w
     assert mismatch["replay"]["readings"] == mismatch["reference"]["readings"] + 1000
 
 
-def test_quality_suite_can_fail(spark, storage, catalog, warehouse, monkeypatch, tmp_path):
+def test_quality_suite_can_fail(spark, backend_storage, catalog, warehouse, monkeypatch,
+                                tmp_path):
+    storage = backend_storage  # (each backend in turn)
     schemas = tmp_path / "schemas"
     shutil.copytree(ROOT / "schemas", schemas)
     for extra in ("ticks_1m.yaml", "ads_10s.yaml"):
