@@ -29,7 +29,7 @@ from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index
 from jobs.execution.derived_columns import exchange_for
 from jobs.runs.run_context import RunContext
-from jobs.runs.run_info import ReplayError, RunInfo, fingerprint, load_run_file
+from jobs.runs.run_info import ReplayError, RunInfo, existing_run, fingerprint
 from jobs.runs.run_segments import save_run
 from jobs.runtime.parallelism import bucket_count
 from jobs.settings import Settings
@@ -82,13 +82,8 @@ def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str |
     fp = fingerprint(query, ctx.operator)
     if run_id is None:
         run_id = make_id(query.name, upstream.sources, spec, reading(fp, upstream.run_id))
-    run_file = replay.warehouse.run_dir(run_id) / "run.json"
-    if run_file.exists():
-        info = load_run_file(run_file)
-        if info.query != query.name or info.fingerprint != fp:
-            raise ReplayError(f"run {run_id!r} was made by a different query definition "
-                              f"({info.query}, fingerprint {info.fingerprint}); choose "
-                              "another --run-id")
+    info = existing_run(replay.warehouse.run_dir(run_id) / "run.json", query.name, fp)
+    if info is not None:
         read = upstream_read(replay, info)
         now = (upstream.run_id,
                replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output")))
@@ -115,7 +110,7 @@ def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str |
                    query_spec=query.raw, sources=dict(upstream.sources),
                    exchange=exchange_for(ctx, replay.exchange, [asdict(f) for f in files]),
                    created=datetime.now(UTC).isoformat(timespec="seconds"))
-    run_file.parent.mkdir(parents=True, exist_ok=True)
+    replay.warehouse.run_dir(run_id).mkdir(parents=True, exist_ok=True)
     save_run(replay, info)
     return info
 

@@ -43,7 +43,13 @@ from jobs.runs.lifecycle import RunProgress, run_lifecycle
 from jobs.runs.pipeline_stage import prepare_stage, reading
 from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
-from jobs.runs.run_info import MANIFEST_SCHEMA, ReplayError, RunInfo, fingerprint, load_run_file
+from jobs.runs.run_info import (
+    MANIFEST_SCHEMA,
+    ReplayError,
+    RunInfo,
+    existing_run,
+    fingerprint,
+)
 from jobs.runs.run_segments import save_run
 from jobs.runtime.parallelism import bucket_count
 from jobs.settings import EXCHANGES, Settings, load_settings
@@ -109,13 +115,8 @@ class Replay:
         fp = fingerprint(query, op)
         if run_id is None:
             run_id = run_id_of(query.name, sources, spec, fp)
-        run_file = self.warehouse.run_dir(run_id) / "run.json"
-        if run_file.exists():
-            info = load_run_file(run_file)
-            if info.query != query.name or info.fingerprint != fp:
-                raise ReplayError(f"run {run_id!r} was made by a different query definition "
-                                  f"({info.query}, fingerprint {info.fingerprint}); choose "
-                                  "another --run-id")
+        info = existing_run(self.warehouse.run_dir(run_id) / "run.json", query.name, fp)
+        if info is not None:
             if plan is not None and info.plan != spec.describe():
                 raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
             pinned = list(info.sources.values()) or [info.input_version]
@@ -143,7 +144,7 @@ class Replay:
                                              [asdict(f) for f in files]),
                        created=datetime.now(UTC).isoformat(timespec="seconds"),
                        bucketing="range")
-        run_file.parent.mkdir(parents=True, exist_ok=True)
+        self.warehouse.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         save_run(self, info)
         return info
 

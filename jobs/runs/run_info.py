@@ -142,6 +142,19 @@ def load_run_file(path: Path) -> RunInfo:
     return info
 
 
+
+def existing_run(run_file: Path, query: str, fp: str) -> RunInfo | None:
+    """The run at ``run_file`` (None when there is none yet), which must have been made by the
+    definition (fingerprint ``fp``) of ``query``: another one is a :class:`ReplayError`."""
+    if not run_file.exists():
+        return None
+    info = load_run_file(run_file)
+    if info.query != query or info.fingerprint != fp:
+        raise ReplayError(f"run {run_file.parent.name!r} was made by a different query "
+                          f"definition ({info.query}, fingerprint {info.fingerprint}); choose "
+                          "another --run-id")
+    return info
+
 #: The digest of the last text of each ``run.json`` (the last :data:`_CHECKED_KEPT`) that was
 #: checked or written by this process: it is not checked again while it has that text. Its
 #: lists (files, cut points, segments) grow with every segment of a continued run, and a

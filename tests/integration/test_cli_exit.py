@@ -95,7 +95,7 @@ def test_a_data_file_gone_from_a_recording_is_one_line_naming_it():
     assert reprise(warehouse, "generate", "vitals", "--keys", "5", "--events", "600",
                    "--commits", "2").returncode == 0
     assert reprise(warehouse, "replay", "vitals_hr_1m", "--run-id", "before").returncode == 0
-    gone = sorted((warehouse / "recordings" / "vitals").glob("*.parquet"))[0]
+    gone = sorted((warehouse / "recordings" / "vitals").rglob("*.parquet"))[0]
     gone.unlink()
     for args in (["validate", "before"], ["replay", "vitals_hr_1m", "--run-id", "after"]):
         done = reprise(warehouse, *args)
