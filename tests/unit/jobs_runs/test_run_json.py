@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
+from jobs.runs.run_info import ReplayError, existing_run, load_run_file
 
 ROOT = Path(__file__).resolve().parents[3]
 QUERY = "vitals_hr_1m"
@@ -291,3 +292,16 @@ def test_continuing_a_changed_query_leaves_an_existing_fresh_run_as_it_was_made(
     assert "from scratch" in out and f"{fresh}: segment 0: start -> v1" in out, out
     note = json.loads(cli.run_file(fresh).read_text())["segments"][0]["note"]
     assert note.startswith(f"fresh run instead of continuing {old}: the definition"), note
+
+
+def test_an_existing_run_of_another_definition_is_refused_naming_it(made, tmp_path):
+    cli, run_id, _ = made
+    run_file = tmp_path / run_id / "run.json"
+    run_file.parent.mkdir()
+    shutil.copy(cli.run_file(run_id), run_file)
+    info = load_run_file(run_file)
+    assert existing_run(tmp_path / "absent" / "run.json", info.query, info.fingerprint) is None
+    assert existing_run(run_file, info.query, info.fingerprint) == info
+    for query, fp in ((info.query, "another"), ("another_query", info.fingerprint)):
+        with pytest.raises(ReplayError, match=f"run '{run_id}' was made by a different query"):
+            existing_run(run_file, query, fp)
