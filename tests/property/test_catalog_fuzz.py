@@ -172,7 +172,7 @@ def test_an_unknown_key_in_any_fixed_mapping_of_the_shipped_files_is_named(tmp_p
                     node = node[step]
                 node["zz_unknown"] = 1
                 root = tmp_path / str(cases)
-                for sub, texts in (("recordings", RECORDINGS), ("queries", {})):
+                for sub, texts in (("recordings", RECORDINGS), ("queries", QUERIES)):
                     (root / sub).mkdir(parents=True)
                     for name, text in texts.items():
                         (root / sub / name).write_bytes(text)

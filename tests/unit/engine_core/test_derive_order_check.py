@@ -11,11 +11,14 @@ from jobs.execution.derived_columns import _out_of_order
 
 
 def _files(tmp_path, tables: list[dict]) -> list[dict]:
-    files = []
+    """The tables as input files in arrival order (uri, first arrival position, rows)."""
+    files, offset = [], 0
     for i, columns in enumerate(tables):
         path = tmp_path / f"part-{i}.parquet"
-        pq.write_table(pa.table(columns), path)
-        files.append({"uri": str(path)})
+        table = pa.table(columns)
+        pq.write_table(table, path)
+        files.append({"uri": str(path), "offset": offset, "rows": table.num_rows})
+        offset += table.num_rows
     return files
 
 
