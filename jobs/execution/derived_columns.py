@@ -67,14 +67,12 @@ class WorkerDerive:
 
     def _before(self, lo: int, mine: Callable[[pa.Table], np.ndarray]) -> pd.DataFrame:
         """The bucket's events before ``lo``: the columns the program reads and ``__seq``."""
-        columns = [c for c in (self.program.key, *self.program.reads) if c != SEQ]
+        columns = [c for c in dict.fromkeys((self.program.key, *self.program.reads))
+                   if c != SEQ and c not in self.constants]
+        dictionary = [] if self.program.key in self.constants else [self.program.key]
         tables = []
-        for f in self.files:
-            if f["offset"] >= lo:
-                break
-            read = [c for c in dict.fromkeys(columns) if c not in self.constants]
-            dictionary = [] if self.program.key in self.constants else [self.program.key]
-            (part,) = read_range([f], read, dictionary, 0, lo)
+        for part in read_range([f for f in self.files if f["offset"] < lo], columns, dictionary,
+                               0, lo):
             table = self.with_constants(part.table)
             keep = mine(table)
             tables.append(table.filter(pa.array(keep)).append_column(
