@@ -118,14 +118,21 @@ def engine_for(setting: str, spark: object, info: RunInfo, ctx: RunContext, firs
 
 
 def note_engine(info: RunInfo, group: list[int], choice: EngineChoice) -> None:
-    """Record in ``info.engines`` that ``choice`` ran ``group`` (a group that follows one run
-    the same way extends its entry)."""
-    last = info.engines[-1] if info.engines else None
-    if last and last["engine"] == choice.engine and last["batches"][1] + 1 == group[0]:
+    """Record in ``info.engines`` that ``choice`` ran ``group``. Batches an entry covers from
+    the group's first on were run again (a continuation reruns the batches it rewound) and
+    leave that entry; a group that follows an entry of the same engine extends it, so a run
+    continued segment after segment the same way keeps one entry."""
+    first = group[0]
+    kept = [e for e in info.engines if e["batches"][0] < first]
+    if kept and kept[-1]["batches"][1] >= first:
+        kept[-1]["batches"][1] = first - 1
+    last = kept[-1] if kept else None
+    if last and last["engine"] == choice.engine and last["batches"][1] + 1 == first:
         last["batches"][1] = group[-1]
     else:
-        info.engines.append({"batches": [group[0], group[-1]], "engine": choice.engine,
-                             "reason": choice.reason})
+        kept.append({"batches": [first, group[-1]], "engine": choice.engine,
+                     "reason": choice.reason})
+    info.engines[:] = kept
 
 
 def engines_summary(info: RunInfo) -> str:

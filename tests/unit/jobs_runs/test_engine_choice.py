@@ -65,3 +65,14 @@ def test_groups_run_the_same_way_one_after_the_other_make_one_entry():
     assert info.engines == [{"batches": [0, 1], "engine": "driver", "reason": "estimate"},
                             {"batches": [2, 3], "engine": "spark", "reason": "forced"}]
     assert engines_summary(info) == "driver 0-1, spark 2-3"
+
+
+def test_batches_run_again_belong_to_the_group_that_reran_them():
+    info = run_info()
+    note_engine(info, [0, 1, 2], EngineChoice("driver", "estimate"))
+    note_engine(info, [2, 3], EngineChoice("driver", "estimate"))  # a continuation reruns 2
+    assert info.engines == [{"batches": [0, 3], "engine": "driver", "reason": "estimate"}]
+    note_engine(info, [3, 4], EngineChoice("spark", "forced"))
+    assert engines_summary(info) == "driver 0-2, spark 3-4"
+    note_engine(info, [0, 1], EngineChoice("spark", "forced"))  # a run redone from its start
+    assert info.engines == [{"batches": [0, 1], "engine": "spark", "reason": "forced"}]
