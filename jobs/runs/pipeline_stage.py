@@ -58,24 +58,11 @@ class Replay(Protocol):
 UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
 
 
-def prepare_stage(replay: Replay, ctx: RunContext, plan: str | None, run_id: str | None,
-                  version: int | None,
-                  make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
-                  ) -> RunInfo:
-    """Replay the upstream of the stage ``ctx`` (reusing its completed run), then make (or
-    load) the stage's run over the upstream run's output; ``make_id(query, sources, spec, fp)``
-    is the default run id."""
-    assert ctx.query.upstream is not None
-    upstream = replay.prepare(ctx.query.upstream.query.name, plan, None, version)
-    replay.run(upstream)
-    return stage_over(replay, ctx, upstream, run_id, make_id)
-
-
 def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str | None,
                make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
                ) -> RunInfo:
     """Make (or load) the run of the stage ``ctx`` over the complete run ``upstream`` of its
-    upstream query (see :func:`prepare_stage`)."""
+    upstream query (see :func:`jobs.runs.pipeline_fusion.prepare_stage`)."""
     query = ctx.query
     assert query.upstream is not None
     spec = plans.parse_plan(upstream.plan)
@@ -173,27 +160,3 @@ def upstream_read(replay: Replay, info: RunInfo) -> tuple[str | None, int | None
 def upstream_run(replay: Replay, info: RunInfo) -> str | None:
     """The upstream run a stage's run reads (None: the run reads a recording)."""
     return upstream_read(replay, info)[0]
-
-
-
-def chain_plan(query: QuerySpec) -> dict:
-    """``reprise plan STAGE --json``: the stages of ``query``'s chain in the order they run,
-    what each reads (with key and event-time columns) and whether it runs fused with its
-    upstream (never: each stage runs after its upstream, over its run's input table)."""
-    stages = [{"query": q.name, "kind": q.kind, "reads": q.input,
-               "reads_kind": "recording" if q.upstream is None else "query",
-               "key": q.key, "time": q.time, "fused_with_upstream": False}
-              for q in query.chain]
-    return {"query": query.name, "stages": stages, "fused": []}
-
-
-def chain_plan_text(plan: dict) -> list[str]:
-    """The lines of ``reprise plan STAGE``."""
-    lines = [f"pipeline of {plan['query']}: {len(plan['stages'])} stages, run in this order"]
-    for number, stage in enumerate(plan["stages"], 1):
-        reads = f"{stage['reads_kind']} {stage['reads']}"
-        how = ("" if stage["reads_kind"] == "recording" else
-               "; not fused: runs after its upstream's run, over its own run's input table")
-        lines.append(f"  {number}. {stage['query']} ({stage['kind']}) reads {reads}, key "
-                     f"{stage['key']}, time {stage['time']}{how}")
-    return lines

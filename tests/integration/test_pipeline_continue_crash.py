@@ -1,6 +1,6 @@
-"""A pipeline replay killed in its upstream's run and again in its downstream's run resumes to
-the uninterrupted result; a chain continued after appends equals a fresh replay of the chain
-(tables as a reader sees them)."""
+"""A pipeline replay killed in its upstream's run and again (twice) in its downstream's run,
+fused with the upstream's, resumes to the uninterrupted result; a chain continued after appends
+equals a fresh replay of the chain (tables as a reader sees them)."""
 
 from __future__ import annotations
 
@@ -54,10 +54,18 @@ def test_a_killed_pipeline_replay_resumes_to_the_uninterrupted_result(spark, sto
     upstream, downstream = (dying.default_run_id(q, PLAN) for q in CHAIN)
     killed(dying.warehouse.root, upstream, 4)
     assert 0 < dying.manifest(upstream).num_rows < 13
+    # the stage runs fused with its upstream (jobs of 3 batches: the upstream's batches of a
+    # job are committed, then the stage's)
+    assert read_run(dying.warehouse, downstream).fused_with == upstream
     killed(dying.warehouse.root, downstream, 4)
-    assert dying.manifest(upstream).num_rows == 13  # (the upstream finished first)
-    assert 0 < dying.manifest(downstream).num_rows < 14
+    # killed between the two: the upstream is a job ahead, so the resumed run steps it again
+    # from its state before the stage's next batch to feed the stage
+    assert 0 < dying.manifest(downstream).num_rows < dying.manifest(upstream).num_rows < 13
+    killed(dying.warehouse.root, downstream, 13)  # in the last job, the stage's own flush in it
+    assert dying.manifest(upstream).num_rows == 13
+    assert 6 <= dying.manifest(downstream).num_rows < 14
     dying.run(dying.prepare(CHAIN[-1], plan=PLAN))
+    assert not read_run(dying.warehouse, downstream).fused_with  # complete: cuts recorded
     whole.run(whole.prepare(CHAIN[-1], plan=PLAN))
     for run_id in (upstream, downstream):
         for table in ("output", "late", "quarantine"):
