@@ -5,7 +5,7 @@ second shuffle).
 Each bucket's task of the upstream (:func:`upstream_part`) steps its keys as a run of its own
 does and writes its files; besides their descriptions it returns each batch's output rows as
 they were written (Arrow IPC). Those rows become the stage's events of the same batch, in
-emission order (:func:`engine.pipeline.stream_batch`), numbered from the stage's cut point of
+emission order (:func:`stream_rows`), numbered from the stage's cut point of
 the group's first batch: exactly the stream its separate run would read back from its input
 table. The stage's operator then steps those batches (after the upstream's end-of-input flush,
 which is a batch of the stage, comes the stage's own flush) over every key at once
@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from engine.operator import SEQ, TIME
-from engine.pipeline import stream_batch
+from engine.operator import SEQ, TIME, exact_pandas
 from engine.specs import QuerySpec
 from jobs.execution.bucketing import key_buckets
 from jobs.execution.direct_exchange import bucket_events, range_events, read_row
@@ -45,29 +44,39 @@ def plain(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 
-def stage_events(upstream: StepPlan, stage: StepPlan, query: QuerySpec,
-                 emitted: dict[int, pa.Table | None], first_seq: int
-                 ) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
+def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
+    """The rows of an upstream's output (``batch`` column included) as the stage ``query``
+    reads them: the stream's columns, in emission order (batch, then the upstream family's
+    order)."""
+    assert query.upstream is not None
+    order = [("batch", "ascending"), *((c, "ascending") for c in query.upstream.order)]
+    rows = output.sort_by(order) if output.num_rows else output
+    columns = list(query.upstream.stream.columns)
+    return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
+
+
+def stage_events(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted: pa.Table,
+                 first_seq: int) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
     """The stage's plan for the group (its batches' arrival ranges, its flush after the
-    upstream's), its events (each upstream batch's ``emitted`` rows in emission order,
-    numbered from ``first_seq``) and their key buckets."""
-    empty = upstream.schemas["output"].empty_table()
-    frames, batches, seq = [], [], first_seq
+    upstream's), its events (the upstream's ``emitted`` rows of the group in emission order,
+    numbered from ``first_seq``, as the direct exchange hands a run its input's events) and
+    their key buckets."""
+    ids, counts = np.unique(emitted.column("batch").to_numpy(), return_counts=True)
+    emitted_of = dict(zip(ids.tolist(), counts.tolist(), strict=True))
+    batches, seq = [], first_seq
     for batch, _, _ in upstream.batches:
-        rows = emitted.get(batch)
-        frame = stream_batch(plain(empty if rows is None else rows).to_pandas(), query, seq)
-        frames.append(frame)
-        batches.append((batch, seq, seq + len(frame)))
-        seq += len(frame)
-    if upstream.finish:
-        last = upstream.batches[-1][0] + 1
-        batches.append((last, seq, seq))
+        batches.append((batch, seq, seq + emitted_of.get(batch, 0)))
+        seq += emitted_of.get(batch, 0)
+    if upstream.finish:  # the stage's own flush after the upstream's
+        batches.append((upstream.batches[-1][0] + 1, seq, seq))
     plan = replace(stage, batches=tuple(batches), finish=upstream.finish)
-    columns = [*stage.recording_columns, SEQ, TIME]
-    events = pd.concat([f.reindex(columns=columns) for f in frames], ignore_index=True)
+    rows = stream_rows(query, emitted)
+    times = rows.column(stage.time_column).cast(pa.timestamp("us")).cast(pa.int64())
+    numbers = pa.array(np.arange(first_seq, first_seq + rows.num_rows, dtype="int64"))
+    events = exact_pandas(rows.append_column(SEQ, numbers).append_column(TIME, times),
+                          coerce_temporal_nanoseconds=True)
     key = stage.op.key
-    of = key_buckets(pa.chunked_array([pa.array(events[key].to_numpy(dtype=object))]),
-                     stage.buckets, stage.modulo_buckets) if len(events) else np.empty(0, "int64")
+    of = key_buckets(rows.column(key), stage.buckets, stage.modulo_buckets)
     if stage.op.codes_keys or stage.op.categorical_keys:  # as the direct exchange hands them
         events[key] = events[key].astype("category")
     return plan, events, of
@@ -103,23 +112,20 @@ def ipc_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def emitted_tables(rows: list[dict]) -> dict[int, pa.Table]:
-    """The upstream's output rows of each batch, from the :data:`EMITTED` rows of its tasks
-    (the buckets' rows in bucket order: the stage puts them in emission order)."""
-    found: dict[int, list[tuple[int, pa.Table]]] = {}
-    for r in rows:
-        if r["kind"] == EMITTED:
-            table = pa.ipc.open_stream(r[IPC]).read_all()
-            found.setdefault(int(r["batch"]), []).append((int(r["bucket"]), table))
-    return {batch: pa.concat_tables([t for _, t in sorted(parts, key=lambda p: p[0])])
-            for batch, parts in found.items()}
+def emitted_table(plan: StepPlan, rows: list[dict]) -> pa.Table:
+    """The upstream's output rows of the group, from the :data:`EMITTED` rows of its tasks (in
+    no particular order: :func:`stage_events` puts them in emission order); text columns
+    decoded."""
+    found = [plain(pa.ipc.open_stream(r[IPC]).read_all()) for r in rows
+             if r["kind"] == EMITTED]
+    return pa.concat_tables(found) if found else plain(plan.schemas["output"].empty_table())
 
 
-def stage_part(upstream: StepPlan, stage: StepPlan, query: QuerySpec,
-               emitted: dict[int, pa.Table], first_seq: int) -> pd.DataFrame:
+def stage_part(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted: pa.Table,
+               first_seq: int) -> pd.DataFrame:
     """Step the stage over the upstream's output rows of the group (``emitted``), every key
     at once; its file rows. ``first_seq``: the stage's cut point of the group's first
     batch."""
-    plan, events, keys = stage_events(upstream, stage, query, dict(emitted), first_seq)
+    plan, events, keys = stage_events(upstream, stage, query, emitted, first_seq)
     return run_bucket(plan, 0, events, by_bucket=batch_buckets(
         plan, keys, events[SEQ].to_numpy(dtype="int64"), stage.buckets))

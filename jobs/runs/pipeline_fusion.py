@@ -38,7 +38,7 @@ from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index, overlapping
 from jobs.execution.derived_columns import WorkerDerive, in_workers
 from jobs.execution.direct_exchange import execute_finish, per_task
-from jobs.execution.fused_steps import EMITTED, emitted_tables, stage_part, upstream_part
+from jobs.execution.fused_steps import EMITTED, emitted_table, stage_part, upstream_part
 from jobs.execution.step_files import collect_files
 from jobs.execution.step_plan import StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
@@ -207,7 +207,7 @@ class FusedRuns:
                             lambda bucket: upstream_part(uplan, files, up.buckets, bucket))
         else:
             rows = upstream_part(uplan, files, up.buckets, None).to_dict("records")
-        stage_rows = stage_part(uplan, splan, sctx.query, emitted_tables(rows),
+        stage_rows = stage_part(uplan, splan, sctx.query, emitted_table(uplan, rows),
                                 st.cuts[first]).to_dict("records")
         rows = [r for r in rows if r["kind"] != EMITTED]
         reports = {}

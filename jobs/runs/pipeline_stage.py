@@ -28,6 +28,7 @@ from engine import batch_plans as plans
 from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index
 from jobs.execution.derived_columns import exchange_for
+from jobs.execution.fused_steps import stream_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo, existing_run, fingerprint
 from jobs.runs.run_segments import save_run
@@ -118,16 +119,6 @@ def stage_cuts(replay: Replay, upstream: RunInfo) -> list[int]:
                           f"{upstream.batches + 1} batches); replay it first")
     counts = manifest.sort_by("batch").column("rows_out").to_pylist()
     return [0, *itertools.accumulate(counts)]
-
-
-def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
-    """The rows of an upstream's output table as the stage ``query`` reads them: the stream's
-    columns, in emission order (batch, then the upstream family's order)."""
-    assert query.upstream is not None
-    order = [("batch", "ascending"), *((c, "ascending") for c in query.upstream.order)]
-    rows = output.sort_by(order) if output.num_rows else output
-    columns = list(query.upstream.stream.columns)
-    return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
 
 
 def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, target: str,
