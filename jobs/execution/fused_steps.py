@@ -82,11 +82,12 @@ def stage_events(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted:
     return plan, events, of
 
 
-def upstream_part(upstream: StepPlan, files: list[dict], buckets: int, bucket: int | None
-                  ) -> pd.DataFrame:
+def upstream_part(upstream: StepPlan, files: list[dict], buckets: int, bucket: int | None,
+                  sink: list[pa.Table] | None = None) -> pd.DataFrame:
     """The upstream's task of one bucket (None: every bucket as one) over the group's input
     ``files``, as a run of its own steps it: its file rows and input bytes read, and an
-    :data:`EMITTED` row per batch with output, holding those rows (Arrow IPC) for the stage."""
+    :data:`EMITTED` row per batch with output, holding those rows (Arrow IPC) for the stage;
+    ``sink``: in the driver, the output tables go there instead (not serialized)."""
     ranged, nbytes = range_events(upstream, files, buckets, bucket)
     emitted: dict[int, pa.Table | None] = {}
     if bucket is None:  # every bucket's keys at once (see execute_direct)
@@ -98,8 +99,13 @@ def upstream_part(upstream: StepPlan, files: list[dict], buckets: int, bucket: i
     else:
         rows = run_bucket(upstream, bucket, bucket_events(upstream, bucket, buckets, ranged),
                           emitted=emitted.__setitem__)
-    sent = [{**count_row(batch, EMITTED, -1 if bucket is None else bucket, table.num_rows),
-             IPC: ipc_bytes(table)} for batch, table in emitted.items() if table is not None]
+    tables = [t for t in emitted.values() if t is not None]
+    if sink is not None:
+        sink += tables
+    sent = [] if sink is not None else [
+        {**count_row(int(t.column("batch")[0].as_py()), EMITTED,
+                     -1 if bucket is None else bucket, t.num_rows), IPC: ipc_bytes(t)}
+        for t in tables]
     return pd.concat([rows, pd.DataFrame([read_row(upstream, nbytes), *sent])],
                      ignore_index=True)
 
@@ -112,12 +118,16 @@ def ipc_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def emitted_table(plan: StepPlan, rows: list[dict]) -> pa.Table:
-    """The upstream's output rows of the group, from the :data:`EMITTED` rows of its tasks (in
+def emitted_tables(rows: list[dict]) -> list[pa.Table]:
+    """The output tables the :data:`EMITTED` rows of the upstream's tasks hold."""
+    return [pa.ipc.open_stream(r[IPC]).read_all() for r in rows if r["kind"] == EMITTED]
+
+
+def group_output(plan: StepPlan, tables: list[pa.Table]) -> pa.Table:
+    """The upstream's output rows of the group from its batches' and buckets' ``tables`` (in
     no particular order: :func:`stage_events` puts them in emission order); text columns
     decoded."""
-    found = [plain(pa.ipc.open_stream(r[IPC]).read_all()) for r in rows
-             if r["kind"] == EMITTED]
+    found = [plain(t) for t in tables]
     return pa.concat_tables(found) if found else plain(plan.schemas["output"].empty_table())
 
 

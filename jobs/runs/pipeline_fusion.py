@@ -38,7 +38,13 @@ from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index, overlapping
 from jobs.execution.derived_columns import WorkerDerive, in_workers
 from jobs.execution.direct_exchange import execute_finish, per_task
-from jobs.execution.fused_steps import EMITTED, emitted_table, stage_part, upstream_part
+from jobs.execution.fused_steps import (
+    EMITTED,
+    emitted_tables,
+    group_output,
+    stage_part,
+    upstream_part,
+)
 from jobs.execution.step_files import collect_files
 from jobs.execution.step_plan import StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
@@ -205,11 +211,13 @@ class FusedRuns:
         if choice.engine == "spark":  # a task per bucket, as the upstream's own run
             rows = per_task(replay.spark, list(range(up.buckets)),
                             lambda bucket: upstream_part(uplan, files, up.buckets, bucket))
+            tables = emitted_tables(rows)
+            rows = [r for r in rows if r["kind"] != EMITTED]
         else:
-            rows = upstream_part(uplan, files, up.buckets, None).to_dict("records")
-        stage_rows = stage_part(uplan, splan, sctx.query, emitted_table(uplan, rows),
+            tables = []
+            rows = upstream_part(uplan, files, up.buckets, None, tables).to_dict("records")
+        stage_rows = stage_part(uplan, splan, sctx.query, group_output(uplan, tables),
                                 st.cuts[first]).to_dict("records")
-        rows = [r for r in rows if r["kind"] != EMITTED]
         reports = {}
         if ups is not None:
             steps = collect_files(uplan, rows)
