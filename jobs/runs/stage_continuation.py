@@ -58,14 +58,17 @@ def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunIn
                  first_redone: int) -> RunInfo:
     """Plan the next segment of the stage's run ``info`` over the continued run ``upstream``
     (complete; ``first_redone``: its continuation's first batch) under the run's lock: its
-    input table and ``run.json`` (see the module docstring). ``info`` as it is when it read
-    the upstream's output as it is now (a killed continuation: the lifecycle finishes it)."""
+    input table and ``run.json`` (see the module docstring). ``info`` as it is when its
+    ``run.json`` records the input it has read of the upstream's output as it is now (a killed
+    continuation: the lifecycle finishes it); a continuation killed after the input's commit
+    and before ``run.json`` plans the segment again (the commit is found done)."""
     storage = replay.storage
     with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
         info = read_run(replay.warehouse, info.run_id)
         now = storage.version(replay.warehouse.run_table(upstream.run_id, "output"))
-        if upstream_read(replay, info) == (upstream.run_id, now):
-            return info
+        if (upstream_read(replay, info) == (upstream.run_id, now)
+                and info.input_version == storage.version(info.input_path)):
+            return info  # (its run.json records the input as it is: planned already)
         cuts = stage_cuts(replay, upstream)
         keep = min(kept_batches(info.cuts, cuts), first_redone)
         k = max(1, len(info.segments))

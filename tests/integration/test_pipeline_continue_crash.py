@@ -5,13 +5,25 @@ chain (tables as a reader sees them)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from continue_kills import (
+    COMMITS,
+    assert_equals_fresh,
+    ok,
+    planned_version,
+    reprise,
+    run_json,
+)
 from helpers import events_table, write_commits
+from test_continue_kills import later_readings_csv
 from test_crash import ROOT, child_env
 from test_pipeline_replay import pipeline_catalog
 
@@ -122,3 +134,26 @@ def chain_runs(replay: Replay, info: RunInfo) -> list[str]:
     while (up := upstream_run(replay, read_run(replay.warehouse, runs[0]))) is not None:
         runs.insert(0, up)
     return runs
+
+
+def test_a_killed_stage_continuation_is_finished_by_the_next_one(tmp_path):
+    """``replay STAGE --continue`` killed late in the stage's continuation (its input's
+    commit, rewind and batches come after the upstream's; a kill in the upstream's
+    continuation is ``test_continue_kills``'s): the next one finishes both runs in place, and
+    each equals a fresh replay of the chain at that version."""
+    base, plan = tmp_path / "base", ["--plan", "rows:1000"]
+    ok(base, "generate", "vitals", "--keys", "30", "--events", "8000", "--commits", "4")
+    ok(base, "replay", CHAIN[-1], *plan)
+    made = sorted(p.name for p in (base / "runs").iterdir())
+    ok(base, "record", "vitals", str(later_readings_csv(tmp_path, 30, 3_000)))
+    shutil.copytree(base, tmp_path / "whole")
+    out = ok(tmp_path / "whole", "replay", CHAIN[-1], "--continue", *plan)
+    commits = json.loads(out.split(COMMITS)[-1].splitlines()[0])["commits"]
+    rc, out = reprise(base, "replay", CHAIN[-1], "--continue", *plan, kill=f"c{commits - 3}")
+    assert rc == -signal.SIGKILL and "continued over run" in out, out  # (the stage's part)
+    ok(base, "replay", CHAIN[-1], "--continue", *plan)
+    assert sorted(p.name for p in (base / "runs").iterdir()) == made
+    for query, run_id in zip(CHAIN, made, strict=True):  # (the upstream's id sorts first)
+        info = run_json(base, run_id)
+        assert len(info["segments"]) == 2, run_id
+        assert_equals_fresh(base, query, run_id, "rows:1000", planned_version(info))
