@@ -67,6 +67,7 @@ bench: $(STAMP) jars $(CLASS_ARCHIVE)
 	$(BIN)/python -m benchmarks.spj_memory
 	$(BIN)/python -m benchmarks.continuation
 	$(BIN)/python -m benchmarks.follow_memory
+	$(BIN)/python -m benchmarks.pipeline
 	$(BIN)/python -m benchmarks.shared
 	$(BIN)/python -m benchmarks.shared --variant derived
 	$(BIN)/python -m benchmarks.diff

@@ -51,8 +51,10 @@ def stream_batch(rows: pd.DataFrame, query: QuerySpec, first_seq: int) -> pd.Dat
 def _timestamps(values: pd.Series) -> pd.Series:
     """``values`` (timestamps, or int64 microseconds as operators emit them) as UTC
     timestamps in microseconds."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype):  # (as to_datetime(utc=True), faster)
+        return values.dt.tz_convert("UTC").dt.as_unit("us")
     if pd.api.types.is_datetime64_any_dtype(values):
-        return pd.to_datetime(values, utc=True).dt.as_unit("us")
+        return values.dt.tz_localize("UTC").dt.as_unit("us")
     return pd.to_datetime(pd.array(values, dtype="Int64"), unit="us", utc=True).as_unit("us")
 
 

@@ -84,7 +84,7 @@ def plan(
     cat = catalog_of(settings, catalog)
     stages = [name for name in queries if cat.query(name).upstream is not None]
     if stages:  # a pipeline stage: its chain's stages
-        from jobs.runs.pipeline_stage import chain_plan, chain_plan_text
+        from jobs.runs.pipeline_fusion import chain_plan, chain_plan_text
 
         if len(queries) > 1:
             err.print(f"error: {stages[0]} is a pipeline stage (it reads query "

@@ -17,6 +17,7 @@ values back."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -145,7 +146,8 @@ def coded_state(state: pd.DataFrame, split: BucketSplit
 
 
 def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
-               by_bucket: np.ndarray | None = None) -> pd.DataFrame:
+               by_bucket: np.ndarray | None = None,
+               emitted: Callable[[int, pa.Table | None], None] | None = None) -> pd.DataFrame:
     """The worker side: step one bucket of keys through the plan's batches (``events``: the
     bucket's, or their :func:`split_bucket`). ``by_bucket``: ``events`` hold the keys of
     every bucket, with ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch:
@@ -154,7 +156,9 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
     the events the cluster's W dropped (they count as seen, stepped past like events failing
     ``where:``). A bucket stepped alone whose state is in a file of every bucket writes its
     own part of it in every batch, events or not, so that each batch's commit covers every
-    bucket and drops that file (the first commits may be an earlier attempt's, found done)."""
+    bucket and drops that file (the first commits may be an earlier attempt's, found done).
+    ``emitted`` hears each batch's output rows as they are written (a fused pipeline stage
+    reads them: :mod:`jobs.execution.fused_steps`)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
@@ -181,8 +185,10 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
             state = result.state
             rejected = keys.decode(result.rejected) if keys else result.rejected
             rows += [count_row(batch, "input", b, n) for b, n in seen_of.items()]
-            rows.append(write_part(plan, batch, "output", output_table(
-                result.output, schemas["output"], batch, keys), bucket))
+            output = output_table(result.output, schemas["output"], batch, keys)
+            if emitted is not None:
+                emitted(batch, output)
+            rows.append(write_part(plan, batch, "output", output, bucket))
             for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
                 rows.append(count_row(batch, kind, bucket, sum(len(f) for f in found)))
                 if batch > plan.events_done.get(kind, -1):
@@ -200,8 +206,10 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
         batch = plan.batches[-1][0]
         rows += [count_row(batch, "input", b, 0) for b in ([bucket] if by_bucket is None
                                                         else range(by_bucket.shape[1]))]
-        rows.append(write_part(plan, batch, "output", output_table(
-            op.finish(state), schemas["output"], batch, keys), bucket))
+        output = output_table(op.finish(state), schemas["output"], batch, keys)
+        if emitted is not None:
+            emitted(batch, output)
+        rows.append(write_part(plan, batch, "output", output, bucket))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 

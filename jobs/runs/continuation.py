@@ -32,7 +32,15 @@ from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
 from jobs.runs.run_lock import run_lock
-from jobs.runs.run_segments import append_only, kept_batches, pending, save_run
+from jobs.runs.run_segments import (
+    append_only,
+    first_segment,
+    kept_batches,
+    pending,
+    pinned_version,
+    save_run,
+)
+from jobs.runs.stage_continuation import extend_stage, stage_run_over
 from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
 from jobs.storage.locations import local_path
@@ -142,7 +150,7 @@ def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) ->
         return Continuation(fresh, None, reason)
     log(f"{info.run_id}: cannot be continued ({reason}); replaying {info.query} from scratch")
     fresh = replay.prepare(info.query, plan=info.plan, run_id=fresh_id)
-    fresh.segments = [_first_segment(fresh, note=f"fresh run instead of continuing "
+    fresh.segments = [first_segment(fresh, note=f"fresh run instead of continuing "
                                                  f"{info.run_id}: {reason}")]
     save_run(replay, fresh)
     return Continuation(fresh, fresh.segments[0], reason)
@@ -235,19 +243,6 @@ def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: lis
     return out
 
 
-def _first_segment(info: RunInfo, note: str = "") -> dict:
-    """Segment 0 of a run: its first replay."""
-    segment = {"segment": 0, "from_version": None, "to_version": _version(info),
-               "first_batch": 0, "batches": info.batches, "events": info.total,
-               "rewound": True}
-    return {**segment, "note": note} if note else segment
-
-
-def _version(info: RunInfo) -> int:
-    """The pinned version of a single-input run (the first input's for SPJ)."""
-    return next(iter((info.sources or {"input": info.input_version}).values()))
-
-
 def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
                   old: dict[str, int]) -> dict:
     """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``."""
@@ -269,8 +264,8 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
     cuts = resolve_cuts(plans.parse_plan(info.plan), [plans.InputFile(**f) for f in files],
                         ctx.time_column)
     keep = kept_batches(info.cuts, cuts)
-    segments = info.segments or [_first_segment(info)]
-    segment = {"segment": k, "from_version": _version(info),
+    segments = info.segments or [first_segment(info)]
+    segment = {"segment": k, "from_version": pinned_version(info),
                "to_version": next(iter(sources.values())), "sources": sources,
                "first_batch": keep, "batches": len(cuts) - 1 - keep,
                "events": cuts[-1] - info.total, "rewind_seq": cuts[keep],
@@ -289,11 +284,24 @@ def continue_stage(replay: Replay, query: str, plan: str | None, run_id: str | N
                    log: Callable[[str], None] = print,
                    on_batch: Callable[[BatchReport], None] | None = None) -> Continuation:
     """``--continue`` of a pipeline stage: continue its upstream (stage by stage, the first
-    one over the recording's new commits), then run the stage over the continued upstream run's
-    output at its new version, which is the output a fresh replay of the chain gives."""
+    one over the recording's new commits), then continue the stage's run that read the
+    upstream run over its new output rows (:mod:`jobs.runs.stage_continuation`); without one
+    (or ``run_id`` given, or the upstream replayed afresh instead of continued), run the stage
+    over the upstream run's whole output. Either gives the tables of a fresh replay of the
+    chain."""
     ctx = replay.context(query)
     assert ctx.query.upstream is not None
     upstream = continue_query(replay, ctx.query.upstream.query.name, plan, None, log)
+    previous = (stage_run_over(replay, ctx, upstream.info)
+                if run_id is None and not upstream.fresh_reason else None)
+    if previous is not None:
+        first = (int(upstream.segment["first_batch"]) if upstream.segment is not None
+                 else upstream.info.batches + 1)
+        info = extend_stage(replay, ctx, previous, upstream.info, first)
+        log(f"{query}: run {info.run_id} continued over run {upstream.info.run_id} of "
+            f"{ctx.query.upstream.query.name}")
+        manifest = replay.run(info, on_batch, clean=False)
+        return Continuation(info, info.segments[-1] if info.segments else None, "", manifest)
     info = stage_over(replay, ctx, upstream.info, run_id, run_id_of)
     log(f"{query}: replaying over run {upstream.info.run_id} of "
         f"{ctx.query.upstream.query.name} (continued)")

@@ -28,6 +28,7 @@ from engine import batch_plans as plans
 from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index
 from jobs.execution.derived_columns import exchange_for
+from jobs.execution.fused_steps import stream_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo, existing_run, fingerprint
 from jobs.runs.run_segments import save_run
@@ -58,24 +59,11 @@ class Replay(Protocol):
 UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
 
 
-def prepare_stage(replay: Replay, ctx: RunContext, plan: str | None, run_id: str | None,
-                  version: int | None,
-                  make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
-                  ) -> RunInfo:
-    """Replay the upstream of the stage ``ctx`` (reusing its completed run), then make (or
-    load) the stage's run over the upstream run's output; ``make_id(query, sources, spec, fp)``
-    is the default run id."""
-    assert ctx.query.upstream is not None
-    upstream = replay.prepare(ctx.query.upstream.query.name, plan, None, version)
-    replay.run(upstream)
-    return stage_over(replay, ctx, upstream, run_id, make_id)
-
-
 def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str | None,
                make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
                ) -> RunInfo:
     """Make (or load) the run of the stage ``ctx`` over the complete run ``upstream`` of its
-    upstream query (see :func:`prepare_stage`)."""
+    upstream query (see :func:`jobs.runs.pipeline_fusion.prepare_stage`)."""
     query = ctx.query
     assert query.upstream is not None
     spec = plans.parse_plan(upstream.plan)
@@ -133,16 +121,6 @@ def stage_cuts(replay: Replay, upstream: RunInfo) -> list[int]:
     return [0, *itertools.accumulate(counts)]
 
 
-def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
-    """The rows of an upstream's output table as the stage ``query`` reads them: the stream's
-    columns, in emission order (batch, then the upstream family's order)."""
-    assert query.upstream is not None
-    order = [("batch", "ascending"), *((c, "ascending") for c in query.upstream.order)]
-    rows = output.sort_by(order) if output.num_rows else output
-    columns = list(query.upstream.stream.columns)
-    return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
-
-
 def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, target: str,
                       run_id: str) -> int:
     """Write the stage's input table once (idempotent: an app transaction of the run) from the
@@ -173,27 +151,3 @@ def upstream_read(replay: Replay, info: RunInfo) -> tuple[str | None, int | None
 def upstream_run(replay: Replay, info: RunInfo) -> str | None:
     """The upstream run a stage's run reads (None: the run reads a recording)."""
     return upstream_read(replay, info)[0]
-
-
-
-def chain_plan(query: QuerySpec) -> dict:
-    """``reprise plan STAGE --json``: the stages of ``query``'s chain in the order they run,
-    what each reads (with key and event-time columns) and whether it runs fused with its
-    upstream (never: each stage runs after its upstream, over its run's input table)."""
-    stages = [{"query": q.name, "kind": q.kind, "reads": q.input,
-               "reads_kind": "recording" if q.upstream is None else "query",
-               "key": q.key, "time": q.time, "fused_with_upstream": False}
-              for q in query.chain]
-    return {"query": query.name, "stages": stages, "fused": []}
-
-
-def chain_plan_text(plan: dict) -> list[str]:
-    """The lines of ``reprise plan STAGE``."""
-    lines = [f"pipeline of {plan['query']}: {len(plan['stages'])} stages, run in this order"]
-    for number, stage in enumerate(plan["stages"], 1):
-        reads = f"{stage['reads_kind']} {stage['reads']}"
-        how = ("" if stage["reads_kind"] == "recording" else
-               "; not fused: runs after its upstream's run, over its own run's input table")
-        lines.append(f"  {number}. {stage['query']} ({stage['kind']}) reads {reads}, key "
-                     f"{stage['key']}, time {stage['time']}{how}")
-    return lines

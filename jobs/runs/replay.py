@@ -40,7 +40,8 @@ from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
-from jobs.runs.pipeline_stage import prepare_stage, reading
+from jobs.runs.pipeline_fusion import prepare_stage, run_fused
+from jobs.runs.pipeline_stage import reading
 from jobs.runs.run_commits import BatchReport, batch_meta, commit_group, commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import (
@@ -209,8 +210,12 @@ class Replay:
             clean: bool = True) -> pa.Table:
         """Run the remaining batches of ``info`` (then the end-of-input flush) through the run
         lifecycle (:func:`~jobs.runs.lifecycle.run_lifecycle`: lock, leftovers, rewind, groups,
-        clean-up, checkpoints); returns the run's manifest."""
+        clean-up, checkpoints); returns the run's manifest. A stage fused with its upstream
+        runs both (:func:`~jobs.runs.pipeline_fusion.run_fused`)."""
         heard = None if on_batch is None else (lambda _, report: on_batch(report))
+        if info.fused_with:  # a pipeline stage fused with its upstream's run
+            return run_fused(self, info, on_batch=None if on_batch is None else (
+                lambda run, report: run.run_id == info.run_id and on_batch(report)))
         return run_lifecycle(self, SingleRun(self, info), clean=clean,
                              on_batch=heard)[info.run_id]
 

@@ -78,6 +78,10 @@ class RunInfo:
     #: Input bytes the bucket tasks of the direct exchange read so far (Parquet column chunks;
     #: see :mod:`jobs.execution.direct_exchange`).
     input_bytes: int = 0
+    #: A pipeline stage running fused with its upstream's run: that run's id, until the chain
+    #: is complete and the stage's cut points and input are recorded (then "": see
+    #: :mod:`jobs.runs.pipeline_fusion`).
+    fused_with: str = ""
 
     def txn(self, table: str, batch: int) -> Txn:
         """The Delta app transaction of batch ``batch``'s commit to the run's ``table``: app id
@@ -269,6 +273,7 @@ def _checked(data: Any, directory: str) -> RunInfo:
     _object(data.get("query_spec", {}), "query_spec")
     _versions(data.get("sources", {}), "sources")
     _text(data.get("created", ""), "created", empty=True)
+    _text(data.get("fused_with", ""), "fused_with", empty=True)
     if data.get("created"):
         try:
             aware = datetime.fromisoformat(data["created"]).tzinfo is not None

@@ -212,6 +212,19 @@ def _events_before(storage: DeltaStorage, path: str, seq: int) -> tuple[list[Liv
     return add, remove
 
 
+def first_segment(info: RunInfo, note: str = "") -> dict:
+    """Segment 0 of a run: its first replay."""
+    segment = {"segment": 0, "from_version": None, "to_version": pinned_version(info),
+               "first_batch": 0, "batches": info.batches, "events": info.total,
+               "rewound": True}
+    return {**segment, "note": note} if note else segment
+
+
+def pinned_version(info: RunInfo) -> int:
+    """The pinned version of a single-input run (the first input's for SPJ)."""
+    return next(iter((info.sources or {"input": info.input_version}).values()))
+
+
 def describe(segment: dict) -> str:
     """One line about a segment, e.g. ``segment 1: v3 -> v5, batches 7-9, 20,000 events`` (a
     run of several recordings: ``segment 1: up to ads@v4, ad_campaigns@v2, ...``)."""
@@ -225,5 +238,6 @@ def describe(segment: dict) -> str:
             f"{int(segment['events']):,} new events")
 
 
-__all__ = ["RunTables", "append_only", "describe", "finish_rewind", "kept_batches",
-           "output_removals", "pending", "rewind", "save_run", "table_diff"]
+__all__ = ["RunTables", "append_only", "describe", "finish_rewind", "first_segment",
+           "kept_batches", "output_removals", "pending", "pinned_version", "rewind", "save_run",
+           "table_diff"]

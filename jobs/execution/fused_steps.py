@@ -1,0 +1,141 @@
+"""The worker side of a fused pipeline stage: an upstream query and the stage reading its output,
+stepped in one task through one group of batches (the exchange law: no intermediate table, no
+second shuffle).
+
+Each bucket's task of the upstream (:func:`upstream_part`) steps its keys as a run of its own
+does and writes its files; besides their descriptions it returns each batch's output rows as
+they were written (Arrow IPC). Those rows become the stage's events of the same batch, in
+emission order (:func:`stream_rows`), numbered from the stage's cut point of
+the group's first batch: exactly the stream its separate run would read back from its input
+table. The stage's operator then steps those batches (after the upstream's end-of-input flush,
+which is a batch of the stage, comes the stage's own flush) over every key at once
+(:func:`stage_part`), and writes its files: a stage's arrival sequence numbers the rows of one
+batch over all keys (by key, then the upstream's order), so no bucket could number its rows
+alone. The stage's input is the upstream's output (aggregates, alerts, a selection), which
+the driver steps where the upstream's tasks hand it over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from engine.operator import SEQ, TIME, exact_pandas
+from engine.specs import QuerySpec
+from jobs.execution.bucketing import key_buckets
+from jobs.execution.direct_exchange import bucket_events, range_events, read_row
+from jobs.execution.keyed_steps import batch_buckets, run_bucket
+from jobs.execution.step_files import count_row
+from jobs.execution.step_plan import StepPlan
+
+#: The kind of an upstream task's row holding a batch's output rows for the stage, and the
+#: column holding them (Arrow IPC).
+EMITTED, IPC = "emitted", "ipc"
+
+
+def plain(table: pa.Table) -> pa.Table:
+    """``table`` with its dictionary-encoded columns decoded (an output file's text columns),
+    so that they sort by value."""
+    columns = [c.combine_chunks().dictionary_decode() if pa.types.is_dictionary(c.type) else c
+               for c in table.columns]
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
+    """The rows of an upstream's output (``batch`` column included) as the stage ``query``
+    reads them: the stream's columns, in emission order (batch, then the upstream family's
+    order)."""
+    assert query.upstream is not None
+    order = [("batch", "ascending"), *((c, "ascending") for c in query.upstream.order)]
+    rows = output.sort_by(order) if output.num_rows else output
+    columns = list(query.upstream.stream.columns)
+    return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
+
+
+def stage_events(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted: pa.Table,
+                 first_seq: int) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
+    """The stage's plan for the group (its batches' arrival ranges, its flush after the
+    upstream's), its events (the upstream's ``emitted`` rows of the group in emission order,
+    numbered from ``first_seq``, as the direct exchange hands a run its input's events) and
+    their key buckets."""
+    ids, counts = np.unique(emitted.column("batch").to_numpy(), return_counts=True)
+    emitted_of = dict(zip(ids.tolist(), counts.tolist(), strict=True))
+    batches, seq = [], first_seq
+    for batch, _, _ in upstream.batches:
+        batches.append((batch, seq, seq + emitted_of.get(batch, 0)))
+        seq += emitted_of.get(batch, 0)
+    if upstream.finish:  # the stage's own flush after the upstream's
+        batches.append((upstream.batches[-1][0] + 1, seq, seq))
+    plan = replace(stage, batches=tuple(batches), finish=upstream.finish)
+    rows = stream_rows(query, emitted)
+    times = rows.column(stage.time_column).cast(pa.timestamp("us")).cast(pa.int64())
+    numbers = pa.array(np.arange(first_seq, first_seq + rows.num_rows, dtype="int64"))
+    events = exact_pandas(rows.append_column(SEQ, numbers).append_column(TIME, times),
+                          coerce_temporal_nanoseconds=True)
+    key = stage.op.key
+    of = key_buckets(rows.column(key), stage.buckets, stage.modulo_buckets)
+    if stage.op.codes_keys or stage.op.categorical_keys:  # as the direct exchange hands them
+        events[key] = events[key].astype("category")
+    return plan, events, of
+
+
+def upstream_part(upstream: StepPlan, files: list[dict], buckets: int, bucket: int | None,
+                  sink: list[pa.Table] | None = None) -> pd.DataFrame:
+    """The upstream's task of one bucket (None: every bucket as one) over the group's input
+    ``files``, as a run of its own steps it: its file rows and input bytes read, and an
+    :data:`EMITTED` row per batch with output, holding those rows (Arrow IPC) for the stage;
+    ``sink``: in the driver, the output tables go there instead (not serialized)."""
+    ranged, nbytes = range_events(upstream, files, buckets, bucket)
+    emitted: dict[int, pa.Table | None] = {}
+    if bucket is None:  # every bucket's keys at once (see execute_direct)
+        of = np.concatenate([np.empty(0, "int64"), *(o for _, _, o in ranged)])
+        seq = np.concatenate([np.empty(0, "int64"), *(s for _, s, _ in ranged)])
+        rows = run_bucket(upstream, 0, bucket_events(upstream, None, buckets, ranged),
+                          by_bucket=batch_buckets(upstream, of, seq, buckets),
+                          emitted=emitted.__setitem__)
+    else:
+        rows = run_bucket(upstream, bucket, bucket_events(upstream, bucket, buckets, ranged),
+                          emitted=emitted.__setitem__)
+    tables = [t for t in emitted.values() if t is not None]
+    if sink is not None:
+        sink += tables
+    sent = [] if sink is not None else [
+        {**count_row(int(t.column("batch")[0].as_py()), EMITTED,
+                     -1 if bucket is None else bucket, t.num_rows), IPC: ipc_bytes(t)}
+        for t in tables]
+    return pd.concat([rows, pd.DataFrame([read_row(upstream, nbytes), *sent])],
+                     ignore_index=True)
+
+
+def ipc_bytes(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def emitted_tables(rows: list[dict]) -> list[pa.Table]:
+    """The output tables the :data:`EMITTED` rows of the upstream's tasks hold."""
+    return [pa.ipc.open_stream(r[IPC]).read_all() for r in rows if r["kind"] == EMITTED]
+
+
+def group_output(plan: StepPlan, tables: list[pa.Table]) -> pa.Table:
+    """The upstream's output rows of the group from its batches' and buckets' ``tables`` (in
+    no particular order: :func:`stage_events` puts them in emission order); text columns
+    decoded."""
+    found = [plain(t) for t in tables]
+    return pa.concat_tables(found) if found else plain(plan.schemas["output"].empty_table())
+
+
+def stage_part(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted: pa.Table,
+               first_seq: int) -> pd.DataFrame:
+    """Step the stage over the upstream's output rows of the group (``emitted``), every key
+    at once; its file rows. ``first_seq``: the stage's cut point of the group's first
+    batch."""
+    plan, events, keys = stage_events(upstream, stage, query, emitted, first_seq)
+    return run_bucket(plan, 0, events, by_bucket=batch_buckets(
+        plan, keys, events[SEQ].to_numpy(dtype="int64"), stage.buckets))

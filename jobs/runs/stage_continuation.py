@@ -1,0 +1,135 @@
+"""``--continue`` of a pipeline stage: the stage's run goes on over its continued upstream run.
+
+Continuing the upstream run (in place: the same run, a new segment) keeps its batches before the
+segment's first batch ``k`` and redoes the rest (its provisional end-of-input rows at least).
+The stage's run over it is then continued as a run over a recording is: its next segment keeps
+its batches whose cut points did not change, up to ``k`` (the rows of those upstream batches
+did not change), rewinds the rest (:func:`~jobs.runs.run_segments.rewind`) and steps the new
+batches from the state it held there. Its input table gets, in one commit (an app transaction
+of the segment), the upstream's output rows of batches ``k`` and later, in emission order,
+read from the upstream output's files added since batch ``k - 1``, and loses the rows after the
+kept batches (an input file holding rows on both sides is replaced by one of those before, with
+the new rows after them). The stage's run keeps its id; its ``run.json`` gets the new input
+files and cut points (those of a fresh run over the continued upstream) and a segment record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.specs import QuerySpec
+from jobs.execution.arrival import input_index
+from jobs.execution.fused_steps import stream_rows
+from jobs.runs.pipeline_stage import (
+    UPSTREAM_OUTPUT,
+    UPSTREAM_RUN,
+    Replay,
+    stage_cuts,
+    upstream_read,
+)
+from jobs.runs.run_context import RunContext
+from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
+from jobs.runs.run_lock import run_lock
+from jobs.runs.run_segments import first_segment, kept_batches, pinned_version, save_run
+from jobs.storage import Txn
+from jobs.storage.staging import stage_table
+
+
+def stage_run_over(replay: Replay, ctx: RunContext, upstream: RunInfo) -> RunInfo | None:
+    """The run of the stage ``ctx`` (its current definition) that read the newest output of
+    the run ``upstream``, or None."""
+    fp = fingerprint(ctx.query, ctx.operator)
+    best: tuple[int, RunInfo] | None = None
+    for run_id in replay.warehouse.runs():
+        info = read_run(replay.warehouse, run_id)
+        if info.query != ctx.query.name or info.fingerprint != fp or info.fused_with:
+            continue
+        read, version = upstream_read(replay, info)
+        if read == upstream.run_id and version is not None and (best is None
+                                                                 or version > best[0]):
+            best = (version, info)
+    return None if best is None else best[1]
+
+
+def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunInfo,
+                 first_redone: int) -> RunInfo:
+    """Plan the next segment of the stage's run ``info`` over the continued run ``upstream``
+    (complete; ``first_redone``: its continuation's first batch) under the run's lock: its
+    input table and ``run.json`` (see the module docstring). ``info`` as it is when its
+    ``run.json`` records the input it has read of the upstream's output as it is now (a killed
+    continuation: the lifecycle finishes it); a continuation killed after the input's commit
+    and before ``run.json`` plans the segment again (the commit is found done)."""
+    storage = replay.storage
+    with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
+        info = read_run(replay.warehouse, info.run_id)
+        now = storage.version(replay.warehouse.run_table(upstream.run_id, "output"))
+        if (upstream_read(replay, info) == (upstream.run_id, now)
+                and info.input_version == storage.version(info.input_path)):
+            return info  # (its run.json records the input as it is: planned already)
+        cuts = stage_cuts(replay, upstream)
+        keep = min(kept_batches(info.cuts, cuts), first_redone)
+        k = max(1, len(info.segments))
+        version = extend_input(replay, ctx.query, info, upstream, keep, k)
+        files = [asdict(f) for f in input_index(storage, info.input_path, version)]
+        if sum(f["rows"] for f in files) != cuts[-1]:
+            raise ReplayError(f"run {info.run_id!r}: its input table holds "
+                              f"{sum(f['rows'] for f in files)} rows after continuing, its "
+                              f"upstream's manifest counts {cuts[-1]}; replay the query with "
+                              "another --run-id")
+        segment = {"segment": k, "from_version": pinned_version(info),
+                   "to_version": pinned_version(upstream), "first_batch": keep,
+                   "batches": len(cuts) - 1 - keep, "events": max(0, cuts[-1] - info.total),
+                   "rewind_seq": cuts[keep], "old_total": info.total, "rewound": False,
+                   "txn": TXN_SCHEME}
+        info.segments = [*(info.segments or [first_segment(info)]), segment]
+        info.cuts, info.files, info.input_version = cuts, files, version
+        info.sources = dict(upstream.sources)
+        save_run(replay, info)
+        return info
+
+
+def extend_input(replay: Replay, query: QuerySpec, info: RunInfo, upstream: RunInfo,
+                 keep: int, segment: int) -> int:
+    """Commit segment ``segment`` of the stage's input table: the rows of its batches before
+    ``keep`` stay, the upstream's output rows of batches ``keep`` and later follow them;
+    its new version (done once: an app transaction)."""
+    storage, path = replay.storage, info.input_path
+    txn = Txn(f"{info.run_id}/input", segment)
+    done = storage.txn_version(path, txn.app_id)
+    if done is not None and done >= segment:
+        return storage.version(path)
+    boundary = info.cuts[keep]
+    schema = storage.schema(path)
+    later = [f for f in info.files if f["offset"] + f["rows"] > boundary]
+    kept = [storage.read_file(f["uri"], schema=schema).slice(0, boundary - f["offset"])
+            for f in later if f["offset"] < boundary]
+    output = replay.warehouse.run_table(upstream.run_id, "output")
+    version = storage.version(output)
+    rows = stream_rows(query, output_after(replay, upstream, keep, output, version))
+    table = pa.concat_tables([*kept, rows.cast(schema)])
+    staged = [stage_table(storage, path, table)] if table.num_rows else []
+    storage.commit_files(path, staged, schema, txn=txn, remove=[f["uri"] for f in later],
+                         metadata={UPSTREAM_RUN: upstream.run_id, UPSTREAM_OUTPUT: str(version),
+                                   "reprise.run": info.run_id})
+    return storage.version(path)
+
+
+def output_after(replay: Replay, upstream: RunInfo, keep: int, path: str, version: int
+                 ) -> pa.Table:
+    """The rows of batches ``keep`` and later in the upstream's output table at ``version``,
+    read from the files added since its batch ``keep - 1`` was committed (every file when that
+    is not known)."""
+    storage = replay.storage
+    live = storage.live_files(path, version)
+    if keep:
+        since = replay.manifest(upstream.run_id).column("output_version")[keep - 1].as_py()
+        changed = storage.files_changed(path, since, version) if since is not None else None
+        if changed is not None:
+            live = [f for f in live if f.path in changed[0]]
+    schema = storage.schema(path, version)
+    parts = [storage.read_file(f.path, schema=schema) for f in live]
+    table = pa.concat_tables(parts) if parts else schema.empty_table()
+    return table.filter(pc.greater_equal(table.column("batch"), keep))
