@@ -45,8 +45,9 @@ class SettingsError(RepriseError):
 class Settings:
     """Every ``REPRISE_*`` variable, with its default."""
 
-    #: ``REPRISE_WAREHOUSE``: where recordings and runs live.
-    warehouse: Path = Path("warehouse")
+    #: ``REPRISE_WAREHOUSE``: where recordings and runs live: a local directory, ``file://DIR``
+    #: or ``s3://BUCKET/PREFIX`` (read by :func:`jobs.warehouse_uri.parse_warehouse`).
+    warehouse: str = "warehouse"
     #: ``REPRISE_CATALOG``: the catalog directory (recordings/*.yaml, queries/*.yaml); without
     #: it, the current directory's (see :func:`find_catalog`).
     catalog: Path = BUNDLED_CATALOG
@@ -98,7 +99,7 @@ class Settings:
                 raise SettingsError(f"{name}: unknown value {value!r}; expected one of "
                                     f"{', '.join(allowed)}")
         return cls(
-            warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
+            warehouse=get("REPRISE_WAREHOUSE", "warehouse"),
             catalog=find_catalog(env, Path.cwd() if cwd is None else cwd).path,
             spark_master=get("REPRISE_SPARK_MASTER", "local[*]"),
             spark_conf=get("REPRISE_SPARK_CONF", ""),

@@ -151,3 +151,30 @@ def warehouse(tmp_path):
     from jobs.warehouse import Warehouse
 
     return Warehouse(tmp_path / "warehouse")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A moto S3 server on 127.0.0.1 for the session (tests/support/s3_server.py)."""
+    from s3_server import s3_server
+
+    with s3_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_warehouse(s3_endpoint, monkeypatch):
+    """A warehouse ``s3://<fresh bucket>/wh`` on the session's S3 server, with the AWS settings
+    set in this process's environment (the commands and processes the test starts see them)."""
+    import uuid
+
+    from s3_server import aws_env
+
+    from jobs.storage.filesystems import s3_client
+    from jobs.warehouse import Warehouse
+
+    for name, value in aws_env(s3_endpoint).items():
+        monkeypatch.setenv(name, value)
+    bucket = f"reprise-{uuid.uuid4().hex[:12]}"
+    s3_client().create_bucket(Bucket=bucket)
+    return Warehouse.at(f"s3://{bucket}/wh")

@@ -362,7 +362,7 @@ class DeltaRsStorage(DeltaStorage):
         """Append ``files`` (and remove the files ``remove``) as the next log entry of the table
         at ``root``, written here (see the module docstring); None when delta-rs has to make
         this commit."""
-        head = self._head(root)
+        head = None if is_remote(root) else self._head(root)  # (remote: delta-rs commits)
         if head is None:
             return None
         dt = self._latest.get(root) if head.made is None else None

@@ -1,0 +1,83 @@
+"""A warehouse on an S3-compatible store (moto's server, tests/support/s3_server.py) through the
+``reprise`` command: recordings land in the bucket (nothing local), bad warehouse settings are
+one ``error:`` line before Spark starts, and the secret key is never printed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from s3_server import SECRET_KEY, aws_env, s3_server
+
+from jobs.storage.filesystems import s3_client
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def reprise(cwd: Path, warehouse: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """``reprise ARGS`` in ``cwd`` with ``REPRISE_WAREHOUSE=warehouse`` (and ``env``)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "jobs.cli.app", *args], cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": path, "REPRISE_CATALOG": str(
+                              ROOT / "schemas"), "REPRISE_WAREHOUSE": warehouse, **env},
+                          capture_output=True, text=True, check=False, timeout=300)
+
+
+def one_error(done: subprocess.CompletedProcess, *parts: str) -> None:
+    """``done`` failed with one ``error:`` line holding ``parts``, without the secret."""
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: warehouse "), done.stderr
+    assert all(part in lines[0] for part in parts), lines[0]
+    assert SECRET_KEY not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("uri", "problem"), [
+    ("gs://bucket/wh", "scheme gs:// is not supported"),
+    ("s3:///wh", "no bucket"),
+    ("s3a://bucket/wh", "write s3://"),
+])
+def test_an_unusable_warehouse_uri_is_one_error_line_and_nothing_local(tmp_path, uri, problem):
+    one_error(reprise(tmp_path, uri, "generate", "vitals", "--keys", "3", "--events", "50"),
+              uri, problem)
+    assert list(tmp_path.iterdir()) == []  # (it used to write a local directory named 's3:')
+
+
+def test_a_missing_bucket_and_an_unreachable_endpoint_are_one_error_line(tmp_path, s3_warehouse):
+    missing = s3_warehouse.root.replace("s3://", "s3://no-such-bucket-").split("/wh")[0] + "/wh"
+    one_error(reprise(tmp_path, missing, "generate", "vitals", "--keys", "3", "--events", "50"),
+              missing, "does not exist")
+    one_error(reprise(tmp_path, s3_warehouse.root, "runs",
+                      AWS_ENDPOINT_URL="http://127.0.0.1:9"),
+              s3_warehouse.root, "cannot reach http://127.0.0.1:9 (AWS_ENDPOINT_URL)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_wrong_credentials_are_one_error_line_without_the_secret(tmp_path):
+    # (a server that checks credentials: moto's IAM authentication from its first request)
+    with s3_server({**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}) as endpoint:
+        done = reprise(tmp_path, "s3://reprise-auth/wh", "runs", **aws_env(endpoint))
+    one_error(done, "s3://reprise-auth/wh", "denied", "AWS_SECRET_ACCESS_KEY")
+
+
+def test_generate_writes_the_recording_to_the_bucket_and_replays_are_refused(
+        tmp_path, s3_warehouse):
+    wh = s3_warehouse.root
+    done = reprise(tmp_path, wh, "generate", "vitals", "--keys", "5", "--events", "300",
+                   "--commits", "2")
+    assert done.returncode == 0, done.stderr
+    assert f"version 1 at {wh}/recordings/vitals" in done.stdout
+    bucket, prefix = wh[len("s3://"):].split("/", 1)
+    keys = [o["Key"] for o in s3_client().list_objects_v2(Bucket=bucket)["Contents"]]
+    assert f"{prefix}/recordings/vitals/_delta_log/00000000000000000001.json" in keys
+    assert sum(k.endswith(".parquet") for k in keys) == 2
+    assert list(tmp_path.iterdir()) == []  # nothing written locally
+    listed = reprise(tmp_path, wh, "runs")
+    assert listed.returncode == 0 and f"runs in {wh}" in listed.stdout, listed.stderr
+    one_error(reprise(tmp_path, wh, "replay", "vitals_hr_1m"), wh,
+              "runs on an object-store warehouse are not supported yet")
+    for out in (done, listed):
+        assert SECRET_KEY not in out.stdout + out.stderr
