@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobs.storage.locations import exists, names
+from jobs.storage.object_paths import AnyPath, ObjectPath
 from jobs.warehouse_names import check_name, inside
 from jobs.warehouse_uri import WarehouseError, parse_warehouse
 
@@ -22,7 +23,7 @@ class Warehouse:
     root: Path | str
     #: Run directories checked already, by run id (the check resolves the path: a few stat
     #: calls per component; a replay asks for its tables' paths dozens of times).
-    _run_dirs: dict[str, Path] = field(init=False, default_factory=dict, compare=False,
+    _run_dirs: dict[str, AnyPath] = field(init=False, default_factory=dict, compare=False,
                                        repr=False)
 
     @classmethod
@@ -59,26 +60,18 @@ class Warehouse:
         """Rows of ``reprise record`` that did not fit the recording's schema."""
         return self._under("recording name", name, "quarantine")
 
-    def check_runs(self) -> None:
-        """WarehouseError when runs cannot live here: replays on an object-store warehouse are
-        not built yet (its recordings are)."""
-        if self.remote:
-            raise WarehouseError(f"warehouse {self.root}: runs on an object-store warehouse are "
-                                 "not supported yet (generate, record, optimize and runs are); "
-                                 "use a local warehouse directory for replays")
-
-    def run_dir(self, run_id: str) -> Path:
-        """A run's local directory (see :meth:`check_runs`)."""
-        self.check_runs()
+    def run_dir(self, run_id: str) -> AnyPath:
+        """A run's directory: a local one, or the prefix of its objects
+        (:class:`~jobs.storage.object_paths.ObjectPath`) on an object store."""
         known = self._run_dirs.get(run_id)
         if known is None:
-            self._run_dirs[run_id] = known = inside(Path(self.root), "run id", run_id, "runs")
+            known = (ObjectPath(self._under("run id", run_id, "runs")) if self.remote
+                     else inside(Path(self.root), "run id", run_id, "runs"))
+            self._run_dirs[run_id] = known
         return known
 
     def run_table(self, run_id: str, table: str) -> str:
         """``output``, ``late``, ``quarantine``, ``state`` or ``manifest`` of a run."""
-        if self.remote:
-            return f"{self._under('run id', run_id, 'runs')}/{table}"
         return str(self.run_dir(run_id) / table)
 
     def runs(self) -> list[str]:

@@ -86,7 +86,6 @@ class Context:
         from jobs.storage import open_driver_storage
         from jobs.storage.delta_rs import DeltaRsStorage
 
-        self.warehouse.check_runs()
         if self._storage is None and isinstance(
                 open_driver_storage(self._backend, self.settings), DeltaRsStorage):
             spark = LazySpark(self.settings, starting_spark)

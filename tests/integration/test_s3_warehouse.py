@@ -63,21 +63,27 @@ def test_wrong_credentials_are_one_error_line_without_the_secret(tmp_path):
     one_error(done, "s3://reprise-auth/wh", "denied", "AWS_SECRET_ACCESS_KEY")
 
 
-def test_generate_writes_the_recording_to_the_bucket_and_replays_are_refused(
-        tmp_path, s3_warehouse):
+def test_generate_replay_validate_and_runs_keep_everything_in_the_bucket(tmp_path, s3_warehouse):
     wh = s3_warehouse.root
     done = reprise(tmp_path, wh, "generate", "vitals", "--keys", "5", "--events", "300",
                    "--commits", "2")
     assert done.returncode == 0, done.stderr
     assert f"version 1 at {wh}/recordings/vitals" in done.stdout
+    replayed = reprise(tmp_path, wh, "replay", "vitals_hr_1m", "--run-id", "r1",
+                       "--engine", "driver")
+    assert replayed.returncode == 0, replayed.stderr
+    checked = reprise(tmp_path, wh, "validate", "r1")
+    assert checked.returncode == 0 and "output equals the reference" in checked.stdout, (
+        checked.stdout + checked.stderr)
+    listed = reprise(tmp_path, wh, "runs")
+    assert listed.returncode == 0 and f"runs in {wh}" in listed.stdout, listed.stderr
+    assert "r1" in listed.stdout and "complete" in listed.stdout
     bucket, prefix = wh[len("s3://"):].split("/", 1)
     keys = [o["Key"] for o in s3_client().list_objects_v2(Bucket=bucket)["Contents"]]
     assert f"{prefix}/recordings/vitals/_delta_log/00000000000000000001.json" in keys
-    assert sum(k.endswith(".parquet") for k in keys) == 2
+    assert f"{prefix}/runs/r1/run.json" in keys
+    assert any(k.startswith(f"{prefix}/runs/r1/output/_delta_log/") for k in keys)
+    assert f"{prefix}/runs/r1/.lock" not in keys  # (released)
     assert list(tmp_path.iterdir()) == []  # nothing written locally
-    listed = reprise(tmp_path, wh, "runs")
-    assert listed.returncode == 0 and f"runs in {wh}" in listed.stdout, listed.stderr
-    one_error(reprise(tmp_path, wh, "replay", "vitals_hr_1m"), wh,
-              "runs on an object-store warehouse are not supported yet")
-    for out in (done, listed):
+    for out in (done, replayed, checked, listed):
         assert SECRET_KEY not in out.stdout + out.stderr

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jobs.storage.object_paths import ObjectPath
 from jobs.warehouse import Warehouse
 from jobs.warehouse_uri import WarehouseError, parse_warehouse
 
@@ -54,9 +55,13 @@ def test_credentials_in_the_uri_are_refused_without_showing_them():
     assert "very-secret" not in str(caught.value) and "AKIAXXX" not in str(caught.value)
 
 
-def test_runs_on_an_object_store_are_refused_by_name():
-    with pytest.raises(WarehouseError, match=r"s3://bucket/wh: runs on an object-store"):
-        Warehouse.at("s3://bucket/wh").run_dir("r1")
+def test_a_run_directory_on_an_object_store_is_an_object_prefix():
+    run_dir = Warehouse.at("s3://bucket/wh").run_dir("r1")
+    assert isinstance(run_dir, ObjectPath)
+    assert (run_dir / "run.json").uri == "s3://bucket/wh/runs/r1/run.json"
+    assert (run_dir / "run.json").parent.name == "r1"
+    with pytest.raises(TypeError):  # (no local file can be made of it by mistake)
+        open(run_dir / "run.json", "w")  # noqa: SIM115
 
 
 @given(st.from_regex(r"[a-z0-9][a-z0-9-]{1,20}[a-z0-9]", fullmatch=True),
