@@ -81,6 +81,10 @@ class Settings:
     #: ``REPRISE_ENGINE``: where a replay's bucket tasks run: ``auto`` (by the run's estimated
     #: cost, see :mod:`jobs.runs.engine_choice`), ``spark`` or ``driver``.
     engine: str = "auto"
+    #: ``REPRISE_LOCK_LEASE``: seconds a run's lock object on an object-store warehouse holds
+    #: without renewal (a holder renews it every quarter of that; one that died blocks the run
+    #: this long; see :mod:`jobs.runs.object_lock`).
+    lock_lease: int = 60
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], cwd: Path | None = None) -> Settings:
@@ -113,6 +117,7 @@ class Settings:
             progress=_flag("REPRISE_PROGRESS", env.get("REPRISE_PROGRESS", "")),
             verbose=_flag("REPRISE_VERBOSE", env.get("REPRISE_VERBOSE", "")),
             engine=get("REPRISE_ENGINE", "auto"),
+            lock_lease=_integer("REPRISE_LOCK_LEASE", get("REPRISE_LOCK_LEASE", "60"), 1),
         )
 
 

@@ -39,6 +39,21 @@ def _load_project_delta_jars() -> None:
 _load_project_delta_jars()
 
 
+def _s3_settings() -> str:
+    """The endpoint of the session's S3 server (started on first use, see :func:`s3_endpoint`),
+    its AWS settings put in the environment now: before any Spark session starts its Python
+    workers, which inherit them (a user's own AWS settings never reach the tests)."""
+    from s3_server import aws_env, free_port
+
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    os.environ.update(aws_env(endpoint))
+    os.environ.pop("AWS_PROFILE", None)
+    return endpoint
+
+
+S3_ENDPOINT = _s3_settings()
+
+
 def _skipped_for_jars(config) -> int:
     """How many tests of this session skipped because the Delta jars did not load."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -158,7 +173,7 @@ def s3_endpoint():
     """A moto S3 server on 127.0.0.1 for the session (tests/support/s3_server.py)."""
     from s3_server import s3_server
 
-    with s3_server() as endpoint:
+    with s3_server(port=int(S3_ENDPOINT.rsplit(":", 1)[1])) as endpoint:
         yield endpoint
 
 
@@ -173,8 +188,20 @@ def s3_warehouse(s3_endpoint, monkeypatch):
     from jobs.storage.filesystems import s3_client
     from jobs.warehouse import Warehouse
 
-    for name, value in aws_env(s3_endpoint).items():
+    for name, value in aws_env(s3_endpoint).items():  # (a test may have changed them)
         monkeypatch.setenv(name, value)
     bucket = f"reprise-{uuid.uuid4().hex[:12]}"
     s3_client().create_bucket(Bucket=bucket)
     return Warehouse.at(f"s3://{bucket}/wh")
+
+
+@pytest.fixture(params=["local", "s3"])
+def local_or_s3_warehouse(request, tmp_path):
+    """A local warehouse, then one on the session's S3 server (:func:`s3_warehouse`): for the
+    tests of each kind (replay and resume, shared runs, continuation, gc, validate, Dagster)
+    that run on both."""
+    if request.param == "s3":
+        return request.getfixturevalue("s3_warehouse")
+    from jobs.warehouse import Warehouse
+
+    return Warehouse(tmp_path / "warehouse")

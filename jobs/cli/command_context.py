@@ -63,6 +63,11 @@ class Context:
         settings = load_settings()  # (--backend delta-spark: the session loads the Delta jars)
         self.settings = replace(settings, delta_backend=backend) if backend else settings
         self.warehouse = open_warehouse(warehouse or self.settings.warehouse)
+        if self.warehouse.remote:
+            from jobs.storage.filesystems import remote_backend
+
+            backend = remote_backend(str(self.warehouse.root), self.settings.delta_backend)
+            self.settings = replace(self.settings, delta_backend=backend)
         self.catalog = catalog_of(self.settings, catalog)
         self._backend = backend
         self._storage = None

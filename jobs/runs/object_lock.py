@@ -26,7 +26,7 @@ from engine.errors import RepriseError
 from jobs.storage.filesystems import s3_client
 from jobs.storage.object_paths import ObjectPath
 
-#: Seconds a lock object holds without renewal (a crashed holder blocks the run this long).
+#: Seconds a lock object holds without renewal by default (``REPRISE_LOCK_LEASE``).
 LEASE_SECONDS = 60.0
 
 

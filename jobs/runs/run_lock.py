@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from engine.errors import RepriseError
 from jobs.runs.object_lock import ObjectLockBusy, holder_of, object_lock
+from jobs.settings import load_settings
 from jobs.storage.object_paths import AnyPath, ObjectPath
 
 LOCK_FILE = ".lock"
@@ -32,7 +33,7 @@ def run_lock(run_dir: AnyPath, run_id: str) -> Iterator[None]:
     store its lease runs out)."""
     if isinstance(run_dir, ObjectPath):
         try:
-            with object_lock(run_dir / LOCK_FILE):
+            with object_lock(run_dir / LOCK_FILE, load_settings().lock_lease):
                 yield
         except ObjectLockBusy as exc:
             raise _busy(run_id, str(exc)) from None
@@ -55,7 +56,7 @@ def run_lock(run_dir: AnyPath, run_id: str) -> Iterator[None]:
 def is_locked(run_dir: AnyPath) -> bool:
     """True when a process holds the run's lock now (a replay of it is in progress)."""
     if isinstance(run_dir, ObjectPath):
-        return holder_of(run_dir / LOCK_FILE) is not None
+        return holder_of(run_dir / LOCK_FILE, load_settings().lock_lease) is not None
     path = run_dir / LOCK_FILE
     if not path.exists():
         return False

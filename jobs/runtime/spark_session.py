@@ -28,6 +28,7 @@ from jobs.runtime.delta_jars import project_jars
 from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
 from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
 from jobs.settings import MAX_BUCKETS, Settings, SettingsError, load_settings
+from jobs.storage.filesystems import storage_options
 
 LOOPBACK = "127.0.0.1"
 #: Errors only (see :func:`session_conf`; ``REPRISE_VERBOSE=1`` keeps Spark's own profile).
@@ -142,6 +143,10 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.driver.host"] = LOOPBACK
     elif settings.buckets:
         resolved["spark.sql.shuffle.partitions"] = str(settings.buckets)
+    if cores is None:  # executors elsewhere reach an object-store warehouse with these (Spark
+        # redacts the values of names holding "secret" or "token" in its UI and logs)
+        resolved.update({f"spark.executorEnv.{name}": value
+                         for name, value in storage_options().items()})
     if settings.delta_jars:
         missing = [j for j in settings.delta_jars.split(",") if not Path(j.strip()).is_file()]
         if missing:  # Spark would start without them and `auto` would quietly pick delta-rs

@@ -47,6 +47,16 @@ def s3_client(env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEO
                       retries={"max_attempts": 1, "mode": "standard"}))
 
 
+def remote_backend(warehouse: str, backend: str) -> str:
+    """The Delta backend of an object-store warehouse: delta-rs (for ``auto`` too); delta-spark
+    would need the ``hadoop-aws`` jars on Spark's class path (WarehouseError)."""
+    if backend == "delta-spark":
+        raise WarehouseError(f"warehouse {warehouse}: the delta-spark backend does not reach an "
+                             "object store (Spark has no hadoop-aws jars here); use "
+                             "REPRISE_DELTA_BACKEND=delta-rs or auto")
+    return "delta-rs"
+
+
 def probe(warehouse: str | WarehouseUri, env: Mapping[str, str] | None = None) -> None:
     """Check that an object-store warehouse can be reached: its endpoint answers, the
     credentials are accepted and the bucket exists (one HEAD request); WarehouseError naming the

@@ -23,9 +23,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def s3_server(env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run a moto S3 server until the block ends; yields its endpoint URL."""
-    port = free_port()
+def s3_server(env: dict[str, str] | None = None, port: int | None = None) -> Iterator[str]:
+    """Run a moto S3 server (with the environment ``env``, on ``port`` or a free one) until the
+    block ends; yields its endpoint URL."""
+    port = port or free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env)
