@@ -109,7 +109,7 @@ def remove_tree(path: AnyPath) -> None:
     """Delete the directory ``path`` (or every object under the prefix) with all it holds."""
     if isinstance(path, ObjectPath):
         fs, inner = filesystem(path.uri)
-        fs.delete_dir_contents(inner, missing_dir_ok=True)
+        fs.delete_dir(inner)  # (delete_dir_contents would leave a directory marker)
         return
     shutil.rmtree(path)
 
