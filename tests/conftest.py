@@ -194,14 +194,3 @@ def s3_warehouse(s3_endpoint, monkeypatch):
     s3_client().create_bucket(Bucket=bucket)
     return Warehouse.at(f"s3://{bucket}/wh")
 
-
-@pytest.fixture(params=["local", "s3"])
-def local_or_s3_warehouse(request, tmp_path):
-    """A local warehouse, then one on the session's S3 server (:func:`s3_warehouse`): for the
-    tests of each kind (replay and resume, shared runs, continuation, gc, validate, Dagster)
-    that run on both."""
-    if request.param == "s3":
-        return request.getfixturevalue("s3_warehouse")
-    from jobs.warehouse import Warehouse
-
-    return Warehouse(tmp_path / "warehouse")
