@@ -9,7 +9,8 @@ handle after it cost some milliseconds each, which a replay pays on every table 
 Everything else (an overwrite, a table with writer features or column invariants, removes from
 an append-only table, a checkpoint's version) goes through delta-rs. On an object store delta-rs
 makes every commit (with its conditional put) and the executors read the data files through
-pyarrow (:mod:`jobs.storage.arrow_reads`).
+pyarrow (:mod:`jobs.storage.arrow_reads`), and write a DataFrame's files through it
+(:mod:`jobs.storage.arrow_writes`).
 
 The module is one piece over 450 lines: the backend's one class, whose reads, commits and
 checkpoints share the bookkeeping of its open handles.
@@ -36,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from jobs.storage.arrow_reads import read_files
+from jobs.storage.arrow_writes import write_files
 from jobs.storage.base import (
     FILE_COLUMN,
     ROW_COLUMN,
@@ -293,6 +295,9 @@ class DeltaRsStorage(DeltaStorage):
     def _write_spark(self, df: DataFrame, path: str, *, mode: WriteMode, txn: Txn | None,
                      metadata: Mapping[str, str] | None) -> WriteResult:
         target = self.staging_dir(path, uuid.uuid4().hex)  # not an operator: names only
+        if is_remote(target):  # (the executors write through pyarrow: no hadoop-aws)
+            return self.commit_files(path, write_files(df, target), to_arrow_schema(df.schema),
+                                     mode=mode, txn=txn, metadata=metadata)
         df.write.mode("error").parquet(target)
         staged = []
         fs, directory = filesystem(target)

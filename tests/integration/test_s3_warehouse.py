@@ -87,3 +87,24 @@ def test_generate_replay_validate_and_runs_keep_everything_in_the_bucket(tmp_pat
     assert list(tmp_path.iterdir()) == []  # nothing written locally
     for out in (done, replayed, checked, listed):
         assert SECRET_KEY not in out.stdout + out.stderr
+
+
+def test_an_spj_replay_and_a_pipeline_on_s3_equal_their_references(spark, storage, catalog,
+                                                                   s3_warehouse):
+    # (the SPJ merged input is a DataFrame the executors write to the bucket with pyarrow; the
+    # pipeline stage reads its upstream's output from it)
+    from jobs.recordings.store import generate_recording
+    from jobs.runs.replay import Replay
+    from jobs.runs.validate import validate_run
+
+    for kind in ("ads", "vitals"):
+        generate_recording(storage, s3_warehouse, catalog, kind, keys=5, events=600, seed=2,
+                           commits=2)
+    replay = Replay(spark, storage, s3_warehouse, catalog, engine="spark")
+    for query in ("ads_campaign_counts", "vitals_tachy_alert"):
+        info = replay.prepare(query)
+        replay.run(info)
+        report = validate_run(replay, catalog, info.run_id)
+        assert report.ok, (query, report.diff, report.late_mismatch)
+    merged = replay.warehouse.run_table(replay.prepare("ads_campaign_counts").run_id, "input")
+    assert merged.startswith(s3_warehouse.root) and storage.exists(merged)
