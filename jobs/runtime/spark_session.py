@@ -22,13 +22,13 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from engine.errors import RepriseError
+from jobs.aws_settings import storage_options
 from jobs.runtime import class_archive
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from jobs.runtime.delta_jars import project_jars
 from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
 from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
 from jobs.settings import MAX_BUCKETS, Settings, SettingsError, load_settings
-from jobs.storage.filesystems import storage_options
 
 LOOPBACK = "127.0.0.1"
 #: Errors only (see :func:`session_conf`; ``REPRISE_VERBOSE=1`` keeps Spark's own profile).

@@ -1,33 +1,20 @@
-"""An object-store warehouse's connection: the standard AWS settings it is reached with and a
-cheap probe that a command makes before Spark starts.
+"""An object-store warehouse's connection: a boto3 client of the standard AWS settings
+(:mod:`jobs.aws_settings`), the Delta backend it takes, and a cheap probe that a command makes
+before Spark starts.
 
-pyarrow's S3 file system and delta-rs both read the same variables from the environment
-(:data:`AWS_SETTINGS`), so a process that has them reaches the warehouse's objects and Delta
-tables by their ``s3://`` URIs; :func:`storage_options` hands them over explicitly where an
-environment is not inherited. Secrets never appear in a message (:func:`probe` names the
-setting, never its value).
-"""
+pyarrow's S3 file system and delta-rs read the same variables from the environment, so a
+process that has them reaches the warehouse's objects and Delta tables by their ``s3://`` URIs.
+Secrets never appear in a message (:func:`probe` names the setting, never its value)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
+from jobs.aws_settings import storage_options
 from jobs.warehouse_uri import WarehouseError, WarehouseUri, parse_warehouse
 
-#: The standard AWS settings an S3 warehouse is reached with (``AWS_ENDPOINT_URL`` and
-#: ``AWS_ALLOW_HTTP`` for an S3-compatible server without TLS).
-AWS_SETTINGS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-                "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP")
 #: Seconds the probe waits for the store to connect and to answer.
 PROBE_TIMEOUT = 5
-
-
-def storage_options(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The delta-rs ``storage_options`` of the AWS settings set in ``env`` (default: this
-    process's environment)."""
-    env = os.environ if env is None else env
-    return {name: env[name] for name in AWS_SETTINGS if env.get(name)}
 
 
 def s3_client(env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEOUT):

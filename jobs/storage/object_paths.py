@@ -54,16 +54,10 @@ class ObjectPath:
         """Nothing: an object store makes a prefix with its first object."""
 
     def read_text(self) -> str:
+        """The object's text (an OSError naming it when it cannot be read)."""
         fs, inner = filesystem(self.uri)
-        try:
-            with fs.open_input_stream(inner) as stream:
-                return stream.read().decode()
-        except FileNotFoundError:
-            raise
-        except OSError as exc:  # (pyarrow's S3 errors are OSErrors naming the key)
-            if "NoSuchKey" in str(exc) or "does not exist" in str(exc):
-                raise FileNotFoundError(self.uri) from exc
-            raise
+        with fs.open_input_stream(inner) as stream:
+            return stream.read().decode()
 
     def write_text(self, text: str) -> int:
         """Write the object whole (it appears atomically)."""
