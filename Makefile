@@ -71,6 +71,7 @@ bench: $(STAMP) jars $(CLASS_ARCHIVE)
 	$(BIN)/python -m benchmarks.shared
 	$(BIN)/python -m benchmarks.shared --variant derived
 	$(BIN)/python -m benchmarks.diff
+	$(BIN)/python -m benchmarks.object_store
 	$(BIN)/python -m benchmarks.backends
 	$(BIN)/python -m benchmarks.startup
 

@@ -45,8 +45,9 @@ class SettingsError(RepriseError):
 class Settings:
     """Every ``REPRISE_*`` variable, with its default."""
 
-    #: ``REPRISE_WAREHOUSE``: where recordings and runs live.
-    warehouse: Path = Path("warehouse")
+    #: ``REPRISE_WAREHOUSE``: where recordings and runs live: a local directory, ``file://DIR``
+    #: or ``s3://BUCKET/PREFIX`` (read by :func:`jobs.warehouse_uri.parse_warehouse`).
+    warehouse: str = "warehouse"
     #: ``REPRISE_CATALOG``: the catalog directory (recordings/*.yaml, queries/*.yaml); without
     #: it, the current directory's (see :func:`find_catalog`).
     catalog: Path = BUNDLED_CATALOG
@@ -80,6 +81,10 @@ class Settings:
     #: ``REPRISE_ENGINE``: where a replay's bucket tasks run: ``auto`` (by the run's estimated
     #: cost, see :mod:`jobs.runs.engine_choice`), ``spark`` or ``driver``.
     engine: str = "auto"
+    #: ``REPRISE_LOCK_LEASE``: seconds a run's lock object on an object-store warehouse holds
+    #: without renewal (a holder renews it every quarter of that; one that died blocks the run
+    #: this long; see :mod:`jobs.runs.object_lock`).
+    lock_lease: int = 60
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], cwd: Path | None = None) -> Settings:
@@ -98,7 +103,7 @@ class Settings:
                 raise SettingsError(f"{name}: unknown value {value!r}; expected one of "
                                     f"{', '.join(allowed)}")
         return cls(
-            warehouse=Path(get("REPRISE_WAREHOUSE", "warehouse")),
+            warehouse=get("REPRISE_WAREHOUSE", "warehouse"),
             catalog=find_catalog(env, Path.cwd() if cwd is None else cwd).path,
             spark_master=get("REPRISE_SPARK_MASTER", "local[*]"),
             spark_conf=get("REPRISE_SPARK_CONF", ""),
@@ -112,6 +117,7 @@ class Settings:
             progress=_flag("REPRISE_PROGRESS", env.get("REPRISE_PROGRESS", "")),
             verbose=_flag("REPRISE_VERBOSE", env.get("REPRISE_VERBOSE", "")),
             engine=get("REPRISE_ENGINE", "auto"),
+            lock_lease=_integer("REPRISE_LOCK_LEASE", get("REPRISE_LOCK_LEASE", "60"), 1),
         )
 
 

@@ -47,7 +47,12 @@ class WarehouseResource(dg.ConfigurableResource):
         if self._storage is None:
             from jobs.storage import open_storage
 
-            self._storage = open_storage(spark.session(), self.backend)
+            backend = self.backend
+            if self.warehouse().remote:  # (an object store: delta-rs)
+                from jobs.storage.filesystems import remote_backend
+
+                backend = remote_backend(self.root, backend)
+            self._storage = open_storage(spark.session(), backend)
         return self._storage
 
     def replay(self, spark: SparkResource):

@@ -39,6 +39,21 @@ def _load_project_delta_jars() -> None:
 _load_project_delta_jars()
 
 
+def _s3_settings() -> str:
+    """The endpoint of the session's S3 server (started on first use, see :func:`s3_endpoint`),
+    its AWS settings put in the environment now: before any Spark session starts its Python
+    workers, which inherit them (a user's own AWS settings never reach the tests)."""
+    from s3_server import aws_env, free_port
+
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    os.environ.update(aws_env(endpoint))
+    os.environ.pop("AWS_PROFILE", None)
+    return endpoint
+
+
+S3_ENDPOINT = _s3_settings()
+
+
 def _skipped_for_jars(config) -> int:
     """How many tests of this session skipped because the Delta jars did not load."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -151,3 +166,31 @@ def warehouse(tmp_path):
     from jobs.warehouse import Warehouse
 
     return Warehouse(tmp_path / "warehouse")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A moto S3 server on 127.0.0.1 for the session (tests/support/s3_server.py)."""
+    from s3_server import s3_server
+
+    with s3_server(port=int(S3_ENDPOINT.rsplit(":", 1)[1])) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_warehouse(s3_endpoint, monkeypatch):
+    """A warehouse ``s3://<fresh bucket>/wh`` on the session's S3 server, with the AWS settings
+    set in this process's environment (the commands and processes the test starts see them)."""
+    import uuid
+
+    from s3_server import aws_env
+
+    from jobs.storage.filesystems import s3_client
+    from jobs.warehouse import Warehouse
+
+    for name, value in aws_env(s3_endpoint).items():  # (a test may have changed them)
+        monkeypatch.setenv(name, value)
+    bucket = f"reprise-{uuid.uuid4().hex[:12]}"
+    s3_client().create_bucket(Bucket=bucket)
+    return Warehouse.at(f"s3://{bucket}/wh")
+

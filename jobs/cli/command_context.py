@@ -43,16 +43,31 @@ def interrupted(signum: int, frame: object) -> None:
     exit_now(130)
 
 
+def open_warehouse(location: str):
+    """The warehouse at ``location`` (a directory or URI), an object-store one probed before
+    anything else runs (:func:`jobs.storage.filesystems.probe`)."""
+    from jobs.storage.filesystems import probe
+    from jobs.warehouse import Warehouse
+
+    warehouse = Warehouse.at(location)
+    if warehouse.remote:
+        probe(str(warehouse.root))
+    return warehouse
+
+
 class Context:
     """Settings, warehouse, catalog and a lazily built Spark session and storage for one
     command."""
 
-    def __init__(self, warehouse: Path | None, catalog: Path | None, backend: str | None):
-        from jobs.warehouse import Warehouse
-
+    def __init__(self, warehouse: str | None, catalog: Path | None, backend: str | None):
         settings = load_settings()  # (--backend delta-spark: the session loads the Delta jars)
         self.settings = replace(settings, delta_backend=backend) if backend else settings
-        self.warehouse = Warehouse.at(warehouse or self.settings.warehouse)
+        self.warehouse = open_warehouse(warehouse or self.settings.warehouse)
+        if self.warehouse.remote:
+            from jobs.storage.filesystems import remote_backend
+
+            backend = remote_backend(str(self.warehouse.root), self.settings.delta_backend)
+            self.settings = replace(self.settings, delta_backend=backend)
         self.catalog = catalog_of(self.settings, catalog)
         self._backend = backend
         self._storage = None

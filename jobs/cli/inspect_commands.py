@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from jobs.cli.command_context import Context, catalog_of
+from jobs.cli.command_context import Context, catalog_of, open_warehouse
 from jobs.cli.options import Backend_, Catalog_, Warehouse_
 from jobs.cli.output import console, err, print_table
 from jobs.settings import load_settings
@@ -78,7 +78,6 @@ def plan(
     import json
 
     from jobs.shared.shared_plan import plan_json, plan_text, shared_plan
-    from jobs.warehouse import Warehouse
 
     settings = load_settings()
     cat = catalog_of(settings, catalog)
@@ -97,7 +96,7 @@ def plan(
         for line in chain_plan_text(doc):
             console.print(line, highlight=False, soft_wrap=True)
         return
-    result = shared_plan(cat, Warehouse.at(warehouse or settings.warehouse), queries)
+    result = shared_plan(cat, open_warehouse(warehouse or settings.warehouse), queries)
     doc = plan_json(cat, result, queries)
     if as_json:
         print(json.dumps(doc, indent=1))
@@ -109,9 +108,8 @@ def plan(
 def runs(warehouse: Warehouse_ = None) -> None:
     """List the runs in the warehouse: query, pinned versions, status, batches, rows, when."""
     from jobs.runs.listing import summarize
-    from jobs.warehouse import Warehouse
 
-    wh = Warehouse.at(warehouse or load_settings().warehouse)
+    wh = open_warehouse(warehouse or load_settings().warehouse)
     table = Table("run", "query", "versions", "status", "batches", "output rows", "created",
                   "segments", "engine", title=f"runs in {wh.root}")
     for s in (summarize(wh, run_id) for run_id in wh.runs()):

@@ -18,9 +18,18 @@ def directory(text: str) -> Path:
     return Path(text)
 
 
-Warehouse_ = Annotated[Path | None, typer.Option(
-    "--warehouse", parser=directory,
-    help="Warehouse directory (env REPRISE_WAREHOUSE, default ./warehouse)")]
+def location(text: str) -> str:
+    """A warehouse option's directory or URI (checked by the command); an empty one is
+    refused."""
+    if not text.strip():
+        raise typer.BadParameter("empty path")
+    return text
+
+
+Warehouse_ = Annotated[str | None, typer.Option(
+    "--warehouse", parser=location,
+    help="Warehouse directory or s3://BUCKET/PREFIX (env REPRISE_WAREHOUSE, default "
+    "./warehouse)")]
 Catalog_ = Annotated[Path | None, typer.Option(
     "--catalog", parser=directory,
     help="Catalog directory (env REPRISE_CATALOG, default the current directory's reprise.yaml or "

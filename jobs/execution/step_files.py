@@ -17,6 +17,7 @@ from engine.operator import SEQ, column_to_arrow
 from jobs.execution.key_codes import KeyValues
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.storage import StagedFile, file_stats
+from jobs.storage.locations import filesystem, is_remote
 
 FILES_SCHEMA = ("batch long, kind string, bucket long, path string, size long, rows long, "
                 "stats string")
@@ -120,8 +121,13 @@ def write_part(plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
 
 
 def _write_file(path: str, data: pa.Buffer) -> None:
-    """Write ``data`` as the file ``path`` (local), making its directory for the first file
-    (one system call less for the others)."""
+    """Write ``data`` as the file ``path`` (a local path, making its directory for the first
+    file: one system call less for the others; or a URI: one object, written whole)."""
+    if is_remote(path):
+        fs, inner = filesystem(path)
+        with fs.open_output_stream(inner) as out:
+            out.write(data)
+        return
     try:
         with open(path, "wb") as out:
             out.write(data)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 
 from jobs.runs.listing import made_at, summarize
 from jobs.runs.replay import Replay
 from jobs.runs.run_info import read_run
+from jobs.storage.object_paths import remove_tree
 from jobs.storage.vacuum import vacuum
 
 #: The tables of a run (``input``: the merged input of a multi-input query).
@@ -52,7 +52,7 @@ def collect(replay: Replay, keep: int = 1) -> GcReport:
     remove, kept = superseded(replay, keep)
     report = GcReport(removed=remove, kept=kept)
     for run_id in remove:
-        shutil.rmtree(replay.warehouse.run_dir(run_id))
+        remove_tree(replay.warehouse.run_dir(run_id))
     for run_id in kept:
         manifest = replay.manifest(run_id).to_pandas()
         batches = manifest[manifest["kind"] == "batch"]

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -21,6 +20,7 @@ from jobs.execution.step_files import bucket_of_file
 from jobs.execution.step_plan import StepFiles, StepPlan
 from jobs.runs.run_info import ReplayError, RunInfo
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
+from jobs.storage.object_paths import delete_file
 from jobs.storage.staging import stage_table
 
 
@@ -189,4 +189,4 @@ def _commit_states(storage: DeltaStorage, info: RunInfo, path: str, schema: pa.S
 def _discard(files: list[StagedFile]) -> None:
     """Delete staged files an earlier attempt's commit made spares (it holds their batches)."""
     for f in files:
-        Path(f.path.removeprefix("file://")).unlink(missing_ok=True)
+        delete_file(f.path)

@@ -14,7 +14,6 @@ Delta commit less per continuation; :func:`output_removals`).
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 import pyarrow as pa
@@ -24,6 +23,8 @@ from jobs.runs.run_commits import commit_rows
 from jobs.runs.run_info import ReplayError, RunInfo, note_checked
 from jobs.runs.run_text import run_text
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
+from jobs.storage.locations import exists
+from jobs.storage.object_paths import write_whole
 from jobs.storage.rearrange import rearranging
 from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
@@ -85,10 +86,8 @@ def save_run(replay: RunTables, info: RunInfo) -> None:
     each value compact; JSON's indented form is written by a pure-Python encoder, ten times
     slower)."""
     run_file = replay.warehouse.run_dir(info.run_id) / "run.json"
-    tmp = run_file.with_suffix(".tmp")
     text = run_text(run_file, info)
-    tmp.write_text(text)
-    os.replace(tmp, run_file)
+    write_whole(run_file, text)
     note_checked(run_file, text)
 
 
@@ -171,7 +170,7 @@ def table_diff(replay: RunTables, info: RunInfo, kind: str, version: int | None
             return [], sorted(added - removed)
     now = set(storage.live_files(path))
     then = set() if version is None else set(storage.live_files(path, version))
-    gone = [f.path for f in then - now if not os.path.exists(f.path)]
+    gone = [f.path for f in then - now if not exists(f.path)]
     if gone:
         raise ReplayError(f"run {info.run_id}: cannot rewind {kind} to version {version}: its "
                           f"file {gone[0]} was vacuumed (`reprise gc`); replay the query "

@@ -22,6 +22,7 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from engine.errors import RepriseError
+from jobs.aws_settings import storage_options
 from jobs.runtime import class_archive
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from jobs.runtime.delta_jars import project_jars
@@ -142,6 +143,10 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
         resolved["spark.driver.host"] = LOOPBACK
     elif settings.buckets:
         resolved["spark.sql.shuffle.partitions"] = str(settings.buckets)
+    if cores is None:  # executors elsewhere reach an object-store warehouse with these (Spark
+        # redacts the values of names holding "secret" or "token" in its UI and logs)
+        resolved.update({f"spark.executorEnv.{name}": value
+                         for name, value in storage_options().items()})
     if settings.delta_jars:
         missing = [j for j in settings.delta_jars.split(",") if not Path(j.strip()).is_file()]
         if missing:  # Spark would start without them and `auto` would quietly pick delta-rs

@@ -4,8 +4,6 @@ sharing views, the recording's statistics for the cost model, and the plan as te
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +20,7 @@ from engine.sharing.derived import with_derived
 from engine.specs import QuerySpec, RecordingSpec
 from jobs.execution.derived_columns import worker_derive
 from jobs.storage import ARRIVAL_COLUMN
+from jobs.storage.locations import filesystem, logged_file, table_root
 from jobs.warehouse import Warehouse
 
 #: Rows of the recording's latest snapshot the selectivities, key counts and time span are
@@ -88,21 +87,23 @@ def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
 
 
 def _data_files(path: str) -> list[tuple[str, int]]:
-    """(local path, rows) of each data file of the table's latest snapshot, by path."""
+    """(local path or URI, rows) of each data file of the table's latest snapshot, by path."""
     try:
         table = DeltaTable(path)
     except TableNotFoundError as exc:
         raise SharingError(f"no recording data at {path}; run `reprise generate` or "
                            "`reprise record` first") from exc
     actions = pa.table(table.get_add_actions(flatten=True))
-    root = Path(path)
+    root = table_root(path)
     out = []
-    for rel, rows in zip(actions.column("path").to_pylist(),
-                         actions.column("num_records").to_pylist(), strict=True):
-        local = Path(unquote(rel.removeprefix("file://")))
-        local = local if local.is_absolute() else root / local
-        out.append((str(local), rows if rows is not None else
-                    pq.ParquetFile(local).metadata.num_rows))
+    for logged, rows in zip(actions.column("path").to_pylist(),
+                            actions.column("num_records").to_pylist(), strict=True):
+        file = logged_file(root, logged)
+        if rows is None:
+            fs, inner = filesystem(file)
+            with fs.open_input_file(inner) as handle:
+                rows = pq.ParquetFile(handle).metadata.num_rows
+        out.append((file, rows))
     return sorted(out)
 
 
@@ -121,7 +122,8 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
 
     def head(path: str, rows: int) -> pa.RecordBatch | None:
         first = -(-sample_rows * rows // share)
-        with pq.ParquetFile(path) as parquet:
+        fs, inner = filesystem(path)
+        with fs.open_input_file(inner) as handle, pq.ParquetFile(handle) as parquet:
             names = [c for c in sorted(columns) if c in parquet.schema_arrow.names]
             if ARRIVAL_COLUMN in parquet.schema_arrow.names:  # (key-hash layout: by arrival)
                 table = parquet.read(columns=[*names, ARRIVAL_COLUMN])

@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 
 from jobs.recordings.store import generate_recording
 from jobs.runs.replay import Replay
+from jobs.warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = "rows:2000"
@@ -20,7 +21,7 @@ PLAN = "rows:2000"
 PER_JOB = "3"
 
 
-def start_replay(warehouse: Path, run_id: str):
+def start_replay(warehouse: Path | str, run_id: str):
     """``reprise replay`` in a process of its own."""
     return subprocess.Popen(
         [sys.executable, "-m", "jobs.cli.app", "replay", "vitals_hr_1m", "--plan", PLAN,
@@ -37,17 +38,17 @@ def start_replay_dying_before_manifest(warehouse: Path, run_id: str, batch: int)
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def child_env(warehouse: Path) -> dict[str, str]:
+def child_env(warehouse: Path | str) -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path, "REPRISE_WAREHOUSE": str(warehouse),
             "REPRISE_BATCHES_PER_JOB": PER_JOB}
 
 
-def committed_batches(warehouse: Path, run_id: str) -> int:
-    path = warehouse / "runs" / run_id / "manifest"
-    if not DeltaTable.is_deltatable(str(path)):
+def committed_batches(warehouse: Warehouse, run_id: str) -> int:
+    path = warehouse.run_table(run_id, "manifest")
+    if not DeltaTable.is_deltatable(path):
         return 0
-    return DeltaTable(str(path)).to_pyarrow_table().num_rows
+    return DeltaTable(path).to_pyarrow_table().num_rows
 
 
 def output_rows(replay: Replay, run_id: str) -> list[tuple]:
@@ -68,18 +69,32 @@ def prepared(spark, storage, catalog, warehouse) -> Replay:
 
 def test_sigkill_mid_run_then_resume_equals_uninterrupted(spark, backend_storage, catalog,
                                                           warehouse):
-    storage = backend_storage  # (each backend in turn)
+    killed_and_resumed(spark, backend_storage, catalog, warehouse)  # (each backend in turn)
+
+
+def test_sigkill_mid_run_on_an_s3_warehouse_then_resume_equals_uninterrupted(
+        spark, storage, catalog, s3_warehouse, monkeypatch):
+    # (the lock object of the killed replay is taken over once its lease runs out)
+    monkeypatch.setenv("REPRISE_LOCK_LEASE", "3")
+    killed_and_resumed(spark, storage, catalog, s3_warehouse, lease=3)
+
+
+def killed_and_resumed(spark, storage, catalog, warehouse: Warehouse, lease: int = 0) -> None:
+    """Kill a replay after its fourth batch and resume it here (after ``lease`` seconds, the
+    lease of its run lock on an object store): it equals a straight run."""
     replay = prepared(spark, storage, catalog, warehouse)
     proc = start_replay(warehouse.root, "crashy")
     deadline = time.monotonic() + 600  # (a loaded machine, a JVM per process)
-    while committed_batches(warehouse.root, "crashy") < 4:
+    while committed_batches(warehouse, "crashy") < 4:
         assert proc.poll() is None, proc.stdout.read().decode()
         assert time.monotonic() < deadline, "replay made no progress"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    if lease:
+        time.sleep(lease)
     info = replay.prepare("vitals_hr_1m", plan=PLAN, run_id="crashy")
-    assert 4 <= committed_batches(warehouse.root, "crashy") < info.batches + 1
+    assert 4 <= committed_batches(warehouse, "crashy") < info.batches + 1
     replay.run(info)
     replay.run(replay.prepare("vitals_hr_1m", plan=PLAN, run_id="straight"))
     resumed = output_rows(replay, "crashy")
@@ -96,7 +111,7 @@ def test_crash_between_table_commits_and_manifest(spark, backend_storage, catalo
     proc = start_replay_dying_before_manifest(warehouse.root, "torn", 3)
     assert proc.wait(timeout=600) == -signal.SIGKILL
     # the job of batches 3-5 committed their tables but not their manifest rows
-    assert committed_batches(warehouse.root, "torn") == 3
+    assert committed_batches(warehouse, "torn") == 3
     info = replay.prepare("vitals_hr_1m", plan=PLAN, run_id="torn")
     replay.run(info)
     replay.run(replay.prepare("vitals_hr_1m", plan=PLAN, run_id="straight"))

@@ -22,7 +22,16 @@ QUERY = "vitals_hr_1m"
 
 def test_gc_removes_superseded_runs_and_vacuums_the_latest(spark, backend_storage, catalog,
                                                           warehouse):
-    storage = backend_storage  # (each backend in turn)
+    gc_between_continuations(spark, backend_storage, catalog, warehouse)  # (each backend)
+
+
+def test_gc_and_continuations_on_an_s3_warehouse(spark, storage, catalog, s3_warehouse):
+    gc_between_continuations(spark, storage, catalog, s3_warehouse)
+
+
+def gc_between_continuations(spark, storage, catalog, warehouse) -> None:
+    """Two runs, the later continued; gc removes the older and vacuums the later, which is
+    valid and continues again."""
     generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=1_500, seed=6,
                        commits=2)
     replay = Replay(spark, storage, warehouse, catalog)

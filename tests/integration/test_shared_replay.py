@@ -50,8 +50,10 @@ TABLES = ("output", "late", "quarantine")
 
 
 def setup(spark, storage, rows: int, seed: int, commits: int = 3,
-          queries: dict[str, str] = QUERIES) -> tuple[Replay, Replay, object]:
-    """Two warehouses holding the same recording: one for shared runs, one for standalone."""
+          queries: dict[str, str] = QUERIES, shared_warehouse: Warehouse | None = None
+          ) -> tuple[Replay, Replay, object]:
+    """Two warehouses holding the same recording: one for shared runs (``shared_warehouse``
+    when given), one for standalone."""
     root = Path(tempfile.mkdtemp(prefix="reprise-shared-"))
     small_catalog(root / "schemas")
     for name, text in queries.items():
@@ -60,7 +62,8 @@ def setup(spark, storage, rows: int, seed: int, commits: int = 3,
     table = events_table(np.random.default_rng(seed), rows)
     replays = []
     for side in ("shared", "alone"):
-        warehouse = Warehouse(root / side)
+        warehouse = shared_warehouse if side == "shared" and shared_warehouse else Warehouse(
+            root / side)
         write_commits(storage, warehouse.recording("ev"), table, commits)
         replays.append(Replay(spark, storage, warehouse, catalog, exchange="direct"))
     return replays[0], replays[1], catalog
@@ -96,6 +99,23 @@ def test_shared_replay_equals_standalone_runs_and_reference(spark, backend_stora
         report = validate_run(shared, catalog, run_id)
         assert report.ok, (run_id, report.diff, report.late_mismatch)
         assert reconcile_run(shared, run_id).ok
+
+
+def test_a_shared_replay_on_an_s3_warehouse_equals_standalone_runs(spark, storage,
+                                                                   s3_warehouse):
+    shared, alone, catalog = setup(spark, storage, 240, seed=7, shared_warehouse=s3_warehouse)
+    names = ["sel_lo", "win_t", "pane_t", "pane_s"]
+    runner = SharedReplay(shared)
+    infos = runner.prepare(names, plan="rows:23")
+    plan, on_own = runner.plan(infos)
+    assert plan is not None and on_own == []
+    runner.run(infos)
+    for name in names:
+        alone.run(alone.prepare(name, plan="rows:23"))
+    run_ids = [i.run_id for i in infos]
+    assert_same_runs(shared, alone, run_ids)
+    report = validate_run(shared, catalog, run_ids[2])
+    assert report.ok, (report.diff, report.late_mismatch)
 
 
 def test_a_pane_group_aggregates_its_panes_once_and_each_query_gets_its_own_tables(

@@ -186,3 +186,26 @@ def test_definitions_of_a_catalog_with_an_unsafe_or_missing_name_fail_naming_the
         build_definitions(str(catalog))
     with pytest.raises(CatalogError, match=r"the catalog directory .*nowhere does not exist"):
         build_definitions(str(tmp_path / "nowhere"))
+
+
+def test_a_replay_asset_and_its_checks_on_an_s3_warehouse(spark, storage, catalog, s3_warehouse,
+                                                          monkeypatch):
+    monkeypatch.setenv("REPRISE_WAREHOUSE", s3_warehouse.root)
+    generate_recording(storage, s3_warehouse, catalog, "vitals", keys=10, events=6_000, seed=3,
+                       commits=3)
+    replay = dg.AssetKey(["replays", "vitals_hr_1m"])
+    job = dg.define_asset_job("replay_on_s3", selection=dg.AssetSelection.assets(replay))
+    defs = dg.Definitions.merge(build_definitions(str(ROOT / "schemas")),
+                                dg.Definitions(jobs=[job]))
+    result = defs.resolve_job_def("replay_on_s3").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    checks = check_results(result)
+    assert ("vitals_hr_1m", "matches_reference") in checks
+    assert all(e.passed for e in checks.values()), {
+        k: e.metadata for k, e in checks.items() if not e.passed}
+    meta = {e.asset_key.path[-1]: e.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+    assert meta["vitals_hr_1m"]["rows_in"].value == 6_000
+    run_id = meta["vitals_hr_1m"]["run_id"].value
+    assert (s3_warehouse.run_dir(run_id) / "run.json").exists()

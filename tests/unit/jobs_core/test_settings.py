@@ -28,7 +28,7 @@ def variable(field: str) -> str:
 def test_defaults(tmp_path):
     s = Settings.from_env({"HOME": "/home/u"}, cwd=tmp_path)
     assert (s.warehouse, s.catalog, s.spark_master, s.delta_backend, s.batches_per_job,
-            s.exchange, s.progress) == (Path("warehouse"), PROJECT_ROOT / "schemas", "local[*]",
+            s.exchange, s.progress) == ("warehouse", PROJECT_ROOT / "schemas", "local[*]",
                                         "auto", 32, "direct", False)
     assert s.spark_conf == s.delta_jars == s.delta_packages == ""
 
