@@ -28,7 +28,7 @@ from jobs.storage.base import (
     positioned,
     with_arrival,
 )
-from jobs.storage.delta_log import latest_version
+from jobs.storage.delta_log import latest_version, recent_commits
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
 
@@ -151,9 +151,13 @@ class DeltaSparkStorage(DeltaStorage):
         return logged_txn_version(path, app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
-        api = self._api(path)
+        # From the log entries, whole: Delta's history keeps only the commit fields Delta
+        # writes, and drops the metadata delta-rs lays out beside them (a commit of a run the
+        # other backend began), which finding a batch's commit needs (see commit_metadata).
+        latest = self.version(path)
+        logged = recent_commits(path, latest, latest + 1 if limit is None else limit)
+        if logged is not None:
+            return logged
+        api = self._api(path)  # (an entry is gone, e.g. after a log clean-up)
         rows = (api.history() if limit is None else api.history(limit)).collect()
         return [r.asDict(recursive=True) for r in rows]
-
-    def commit_metadata(self, entry: dict) -> dict[str, str]:
-        return json.loads(entry.get("userMetadata") or "{}")
