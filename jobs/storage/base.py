@@ -6,7 +6,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -91,9 +91,6 @@ class DeltaStorage(ABC):
 
     spark: SparkSession
     name: str = field(init=False, default="abstract")
-    #: Whether :meth:`commit_files` commits the staged files as they are (a data file may then
-    #: hold columns besides the table's, as the key-hash layout's do); else it rewrites them.
-    keeps_staged_files: ClassVar[bool] = True
 
     @abstractmethod
     def exists(self, path: str) -> bool:

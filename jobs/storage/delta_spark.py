@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -56,7 +55,6 @@ class DeltaSparkStorage(DeltaStorage):
     (:mod:`jobs.storage.delta_transaction`)."""
 
     name: str = field(init=False, default="delta-spark")
-    keeps_staged_files: ClassVar[bool] = False  # commit_files writes the rows anew
 
     def _api(self, path: str):
         from delta.tables import DeltaTable
