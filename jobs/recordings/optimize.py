@@ -39,9 +39,6 @@ def optimize_recording(storage: DeltaStorage, warehouse: Warehouse, spec: Record
     if not storage.exists(path):
         raise RepriseError(f"no recording {spec.name!r} at {path}; run `reprise generate` or "
                            "`reprise record` first")
-    if not storage.keeps_staged_files:
-        raise RepriseError(f"reprise optimize needs the delta-rs storage backend (the "
-                           f"{storage.name} backend rewrites the files it commits)")
     version = storage.version(path)
     files = storage.files(path, version)
     first = next((i for i, f in enumerate(files) if layout_key(f.uri) != spec.key), None)

@@ -75,14 +75,11 @@ def generate_recording(storage: DeltaStorage, warehouse: Warehouse, catalog: Cat
 def _write_laid_out(storage: DeltaStorage, path: str, spec: RecordingSpec, table: pa.Table,
                     replace: bool, metadata: dict[str, str]) -> int | None:
     """Commit ``table`` to the recording at ``path`` as one data file in the key-hash layout
-    (:mod:`jobs.recordings.layout`; a backend that rewrites staged files writes it as it is),
+    (:mod:`jobs.recordings.layout`),
     replacing its live files when ``replace``; the new version."""
     schema = spec.arrow_schema()
     remove = [f.path for f in storage.live_files(path)] if replace and storage.exists(
         path) else []
-    if not storage.keeps_staged_files:  # (its commits write the rows anew: no layout)
-        mode = "overwrite" if replace else "append"
-        return storage.write(table.cast(schema), path, mode=mode, metadata=metadata).version
     staged = stage_laid_out(storage, path, table.cast(schema), spec.key)
     return storage.commit_files(path, [staged], schema, remove=remove, metadata=metadata).version
 
@@ -146,8 +143,7 @@ def record_files(storage: DeltaStorage, warehouse: Warehouse, spec: RecordingSpe
     listed = files_metadata(RecordedFile(r.source, r.sha256, r.rows, r.recorded, r.quarantined)
                             for r in written)
     good = [r.good for r in results if r.good.num_rows]
-    key = spec.key if storage.keeps_staged_files else None
-    version = storage.commit_files(recording, _staged(storage, recording, good, key),
+    version = storage.commit_files(recording, _staged(storage, recording, good, spec.key),
                                    spec.arrow_schema(), txn=record_txn(record_id),
                                    metadata={RECORD_KEY: record_id, FILES_KEY: listed}).version
     return [r if r.skipped else replace(r, version=version) for r in reports]

@@ -158,6 +158,7 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
         if id(derive) in computed:
             frame = derive.add_to(frame, lo)
     widened: dict[Pred, np.ndarray] = {}
+    unplaced: dict[tuple[str, str], np.ndarray] = {}  # no key or no time, by key and time
     streams: dict[tuple, pd.DataFrame] = {}
     splits: dict[tuple, BucketSplit] = {}
     out = []
@@ -170,8 +171,10 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
         if stream not in streams:  # each cluster's W, and its members' events, once per key
             if m.widened not in widened:
                 widened[m.widened] = np.asarray(m.widened.evaluate(frame), dtype=bool)
-            unplaced = frame[key].isna().to_numpy() | frame[time_column].isna().to_numpy()
-            rows = widened[m.widened] | unplaced
+            if (key, time_column) not in unplaced:
+                unplaced[key, time_column] = (frame[key].isna().to_numpy()
+                                              | frame[time_column].isna().to_numpy())
+            rows = widened[m.widened] | unplaced[key, time_column]
             streams[stream] = _stream(frame, names, time_column,
                                       None if rows.all() else np.flatnonzero(rows),
                                       m.plan.op.key, values)

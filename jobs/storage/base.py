@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -90,9 +91,6 @@ class DeltaStorage(ABC):
 
     spark: SparkSession
     name: str = field(init=False, default="abstract")
-    #: Whether :meth:`commit_files` commits the staged files as they are (a data file may then
-    #: hold columns besides the table's, as the key-hash layout's do); else it rewrites them.
-    keeps_staged_files: ClassVar[bool] = True
 
     @abstractmethod
     def exists(self, path: str) -> bool:
@@ -154,11 +152,16 @@ class DeltaStorage(ABC):
     @abstractmethod
     def history(self, path: str, limit: int | None = None) -> list[dict]:
         """Commit history, newest first, each with at least ``version`` and ``operation``
-        (the newest ``limit`` commits only, when given)."""
+        and every field of the commit's ``commitInfo`` (the newest ``limit`` commits only,
+        when given)."""
 
-    @abstractmethod
     def commit_metadata(self, entry: dict) -> dict[str, str]:
-        """The metadata given to the commit behind a :meth:`history` entry."""
+        """The metadata given to the commit behind a :meth:`history` entry, whichever backend
+        made the commit: delta-spark keeps it as a JSON object in ``userMetadata``, delta-rs
+        lays it out beside the commit's own fields (a run one backend began and the other
+        resumes or continues finds its batches' commits by it)."""
+        return {**{k: v for k, v in entry.items() if isinstance(v, str)},
+                **user_metadata(entry.get("userMetadata"))}
 
     def files_added_in(self, path: str, first: int, last: int) -> dict[str, int] | None:
         """The version of ``first .. last`` whose commit added each data file of the table at
@@ -231,6 +234,18 @@ def positioned(df: DataFrame, file: Column) -> DataFrame:
     return df.select(*(df[c] for c in df.columns if c != ARRIVAL_COLUMN), file.alias(FILE_COLUMN),
                      F.coalesce(F.col(ARRIVAL_COLUMN), F.col("_metadata.row_index"))
                      .alias(ROW_COLUMN))
+
+
+def user_metadata(text: object) -> dict[str, str]:
+    """The commit metadata a ``userMetadata`` field holds as a JSON object (none when it holds
+    anything else: another writer's free text)."""
+    if not isinstance(text, str):
+        return {}
+    try:
+        held = json.loads(text)
+    except ValueError:
+        return {}
+    return {k: v for k, v in held.items() if isinstance(v, str)} if isinstance(held, dict) else {}
 
 
 def done_already(committed: int | None, txn: Txn | None) -> bool:

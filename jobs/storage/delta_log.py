@@ -64,6 +64,22 @@ def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
     return added
 
 
+def live_adds(table: str, version: int) -> dict[str, dict] | None:
+    """The ``add`` actions of the data files live at ``version`` of ``table``, by the path each
+    names (percent-decoded, relative to the table's root unless absolute), from its JSON log
+    entries ``0 .. version``; None when one of these entries is missing."""
+    actions = log_actions(table, 0, version)
+    if actions is None:
+        return None
+    live: dict[str, dict] = {}
+    for _, action in actions:
+        if "add" in action:
+            live[unquote(action["add"]["path"])] = action["add"]
+        elif "remove" in action:
+            live.pop(unquote(action["remove"]["path"]), None)
+    return live
+
+
 def first_added(table: str, first: int, last: int) -> dict[str, int] | None:
     """The first version of ``first .. last`` whose log entry adds each path of ``table``
     (keyed as the entry names it, and percent-decoded); None when one of these entries is

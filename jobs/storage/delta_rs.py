@@ -460,6 +460,3 @@ class DeltaRsStorage(DeltaStorage):
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
         return log_history(self._current(path) or self._table(path), path, limit)
-
-    def commit_metadata(self, entry: dict) -> dict[str, str]:
-        return entry  # delta-rs lays custom metadata out beside the commit's own fields

@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -28,7 +27,7 @@ from jobs.storage.base import (
     positioned,
     with_arrival,
 )
-from jobs.storage.delta_log import latest_version
+from jobs.storage.delta_log import latest_version, live_adds, recent_commits
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
 
@@ -49,6 +48,28 @@ def _input_path(uri: str) -> str:
     return unquote(_plain(uri))
 
 
+def _logged_live(path: str, version: int) -> dict[str, dict] | None:
+    """The ``add`` actions of the data files live at ``version`` of the table at ``path``, by
+    local path, from its log entries (None when one is missing). A snapshot's ``inputFiles``
+    would reconstruct the table's state with a Spark job at every call."""
+    logged = live_adds(path, version)
+    if logged is None:
+        return None
+    root = _plain(path).rstrip("/")
+    return {(p if p.startswith("/") else f"{root}/{p}"): add for p, add in logged.items()}
+
+
+def _logged_rows(path: str, add: dict) -> int:
+    """The row count the ``add`` action of the data file at ``path`` records in its statistics
+    (without them: the file's footer)."""
+    import pyarrow.parquet as pq
+
+    stats = json.loads(add.get("stats") or "{}")
+    if stats.get("numRecords") is None:
+        return pq.ParquetFile(path).metadata.num_rows
+    return int(stats["numRecords"])
+
+
 @dataclass
 class DeltaSparkStorage(DeltaStorage):
     """Native backend: ``format("delta")`` reads and DataFrame writes (Delta's own
@@ -56,7 +77,6 @@ class DeltaSparkStorage(DeltaStorage):
     (:mod:`jobs.storage.delta_transaction`)."""
 
     name: str = field(init=False, default="delta-spark")
-    keeps_staged_files: ClassVar[bool] = False  # commit_files writes the rows anew
 
     def _api(self, path: str):
         from delta.tables import DeltaTable
@@ -105,12 +125,18 @@ class DeltaSparkStorage(DeltaStorage):
 
         import pyarrow.parquet as pq
 
+        logged = _logged_live(path, self.version(path) if version is None else version)
+        if logged is not None:
+            return sorted(LiveFile(path=p, size=int(add["size"]), rows=_logged_rows(p, add))
+                          for p, add in logged.items())
         paths = sorted(_input_path(u) for u in self.read(path, version).inputFiles())
         return [LiveFile(path=p, size=os.path.getsize(p),
                          rows=pq.ParquetFile(p).metadata.num_rows) for p in paths]
 
     def files(self, path: str, version: int) -> list[DataFile]:
-        live = {_input_path(u) for u in self.read(path, version).inputFiles()}
+        logged = _logged_live(path, version)
+        live = (set(logged) if logged is not None
+                else {_input_path(u) for u in self.read(path, version).inputFiles()})
         added_in = self.files_added_in(path, 0, version)  # (the log entries, while all are kept)
         if added_in is None or not live <= set(added_in):
             added_in = {}  # (an entry is gone: each version's snapshot)
@@ -151,9 +177,13 @@ class DeltaSparkStorage(DeltaStorage):
         return logged_txn_version(path, app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
-        api = self._api(path)
+        # From the log entries, whole: Delta's history keeps only the commit fields Delta
+        # writes, and drops the metadata delta-rs lays out beside them (a commit of a run the
+        # other backend began), which finding a batch's commit needs (see commit_metadata).
+        latest = self.version(path)
+        logged = recent_commits(path, latest, latest + 1 if limit is None else limit)
+        if logged is not None:
+            return logged
+        api = self._api(path)  # (an entry is gone, e.g. after a log clean-up)
         rows = (api.history() if limit is None else api.history(limit)).collect()
         return [r.asDict(recursive=True) for r in rows]
-
-    def commit_metadata(self, entry: dict) -> dict[str, str]:
-        return json.loads(entry.get("userMetadata") or "{}")

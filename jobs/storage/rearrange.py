@@ -2,8 +2,9 @@
 false, as Delta's OPTIMIZE does): each removed file is replaced by one added file holding the same
 rows in the same arrival order. The commit's metadata maps each removed file to its replacement
 (:data:`REARRANGED_KEY`), so that a reader pinned to the old files (a run to continue) finds
-them (:func:`rearranged_files`). delta-rs backend only (see
-:attr:`~jobs.storage.DeltaStorage.keeps_staged_files`)."""
+them (:func:`rearranged_files`). The commit is made through delta-rs whichever backend wrote
+the table (both read it; delta-spark finds the mapping among the commit's fields, see
+:meth:`~jobs.storage.DeltaStorage.commit_metadata`)."""
 
 from __future__ import annotations
 

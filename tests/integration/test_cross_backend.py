@@ -61,3 +61,33 @@ def test_a_run_continued_with_the_other_backend_equals_one_continued_with_the_sa
     assert output_rows(switched, "switched") == output_rows(started, "same")
     assert late_rows(switched, "switched") == late_rows(started, "same")
     assert validate_run(switched, catalog, "switched").ok
+
+
+@PAIRS
+def test_a_batch_committed_by_one_backend_is_found_by_the_other(backends, tmp_path, first,
+                                                                  then):
+    """A run resumed on the other backend finds each batch an earlier attempt committed by its
+    commit metadata (the version it holds goes into the manifest; a state version of None made
+    a resumed window run start from an empty state)."""
+    import pyarrow as pa
+    from test_storage_contract import stage
+
+    from jobs.runs.run_commits import commit_files
+    from jobs.storage import Txn
+
+    path = str(tmp_path / "t")
+    rows = pa.table({"n": pa.array([1, 2], pa.int64())})
+    made = {}
+    for b in range(2):
+        meta = {"reprise.run": "r", "reprise.batch": str(b)}
+        made[b] = commit_files(backends[first], path, stage(backends[first], path, f"a{b}",
+                                                            [rows]),
+                               rows.schema, Txn("r/output", b), meta)
+    assert made == {0: (0, False), 1: (1, False)}
+    again = stage(backends[then], path, "retry", [rows])
+    assert commit_files(backends[then], path, again, rows.schema, Txn("r/output", 0),
+                        {"reprise.run": "r", "reprise.batch": "0"}) == (0, True)
+    assert backends[then].version_with(path, {"reprise.run": "r", "reprise.batch": "1"}) == 1
+    history = backends[then].history(path)
+    assert [backends[then].commit_metadata(e).get("reprise.batch") for e in history] == ["1",
+                                                                                       "0"]

@@ -76,7 +76,9 @@ def many_keys(n: int, keys: int, seed: int) -> pa.Table:
     return table.set_column(0, "k", pa.array(names[np.arange(n) % keys]))
 
 
-def test_generate_writes_the_layout_and_keeps_the_arrival_order(spark, storage, tmp_path):
+def test_generate_writes_the_layout_and_keeps_the_arrival_order(spark, backend_storage,
+                                                               tmp_path):
+    storage = backend_storage  # (each backend in turn)
     catalog = load_catalog(Path(__file__).resolve().parents[2] / "schemas")
     warehouse = Warehouse(tmp_path / "wh")
     generate_recording(storage, warehouse, catalog, "vitals", keys=40, events=3000, seed=4,
@@ -99,12 +101,12 @@ def test_generate_writes_the_layout_and_keeps_the_arrival_order(spark, storage, 
     assert [f.rows for f in files] == [1000, 1000]  # (the replaced files are gone)
 
 
+@pytest.mark.delta_spark_slow
 @pytest.mark.parametrize("buckets", [2, 8, 32])
-def test_bucket_tasks_read_the_range_once_in_the_layout(spark, storage, buckets):
+def test_bucket_tasks_read_the_range_once_in_the_layout(spark, backend_storage, buckets):
     """Input bytes the tasks read (``run.json``'s ``input_bytes``) are the range's bytes within
     10 % whatever the bucket count; without the layout every task reads the whole range."""
-    if not storage.keeps_staged_files:
-        pytest.skip("optimize needs the delta-rs backend")
+    storage = backend_storage  # (each backend in turn)
     replay = make_replay(spark, storage, many_keys(6000, 500, seed=buckets), commits=3)
     replay.engine = "spark"
     replay = with_settings(replay, exchange="direct", buckets=buckets)
@@ -137,13 +139,13 @@ def replay_info(replay: Replay, run_id: str):
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(n=st.integers(1, 150), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
        cuts=st.lists(st.integers(0, 150), max_size=4), buckets=st.sampled_from([1, 2, 3, 8]))
+@pytest.mark.delta_spark_slow
 @pytest.mark.parametrize("exchange", ["direct", "spark"])
-def test_outputs_are_the_same_with_and_without_the_layout(spark, storage, exchange, n, commits,
-                                                          seed, cuts, buckets):
+def test_outputs_are_the_same_with_and_without_the_layout(spark, backend_storage, exchange, n,
+                                                          commits, seed, cuts, buckets):
     """Every family, a random batch plan, Spark tasks: a replay of the recording in the layout
     (``optimize``) writes the tables a replay of it without the layout wrote."""
-    if not storage.keeps_staged_files:
-        pytest.skip("optimize needs the delta-rs backend")
+    storage = backend_storage  # (each backend in turn)
     replay = make_replay(spark, storage, many_keys(n, 30, seed), commits)
     replay.engine = "spark"
     replay = with_settings(replay, exchange=exchange, buckets=buckets)
@@ -164,11 +166,10 @@ def test_outputs_are_the_same_with_and_without_the_layout(spark, storage, exchan
 
 
 @pytest.mark.parametrize("query", ["ev_w", "ev_q"])
-def test_a_run_continues_over_an_optimize(spark, storage, query):
+def test_a_run_continues_over_an_optimize(spark, backend_storage, query):
     """A run pinned before ``optimize`` continues to versions after it (its known files are
     the rewritten ones, at the same offsets) and equals a fresh replay."""
-    if not storage.keeps_staged_files:
-        pytest.skip("optimize needs the delta-rs backend")
+    storage = backend_storage  # (each backend in turn)
     table = many_keys(240, 12, seed=3)
     replay = make_replay(spark, storage, table.slice(0, 120), commits=2)
     first = continue_query(replay, query, plan="rows:25", log=lambda line: None)
@@ -183,12 +184,11 @@ def test_a_run_continues_over_an_optimize(spark, storage, query):
     assert_same_as_fresh(replay, query, first.info.run_id, "rows:25")
 
 
-def test_optimize_command(spark, storage, tmp_path, monkeypatch):
+def test_optimize_command(spark, backend_storage, tmp_path, monkeypatch):
     """``reprise optimize``: one commit (a replay before it notes the files not in the layout,
     one after it does not), then nothing to do; an unknown recording is one error line and exit
     1."""
-    if not storage.keeps_staged_files:
-        pytest.skip("optimize needs the delta-rs backend")
+    storage = backend_storage  # (each backend in turn)
     replay = make_replay(spark, storage, many_keys(300, 20, seed=1), commits=2)
     args = ["--warehouse", str(replay.warehouse.root), "--catalog",
             str(Path(replay.warehouse.root).parent / "schemas")]

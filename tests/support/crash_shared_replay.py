@@ -2,7 +2,8 @@
 holding a batch and before that run's manifest commit (run as a script by
 ``test_shared_replay.py``).
 
-Usage: ``python crash_shared_replay.py WAREHOUSE CATALOG PLAN RUN_ID BATCH QUERY...``.
+Usage: ``python crash_shared_replay.py WAREHOUSE CATALOG PLAN RUN_ID BATCH QUERY...``, on the
+backend ``REPRISE_DELTA_BACKEND`` names.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def main(warehouse: str, catalog: str, plan: str, run_id: str, batch: str, *quer
         if run == run_id and int(batch) in group:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    replay = Replay(spark, open_storage(spark, "delta-rs", settings=settings),
+    replay = Replay(spark, open_storage(spark, settings=settings),
                     Warehouse.at(warehouse), load_catalog(catalog), settings=settings,
                     exchange="direct", before_manifest=die_before_manifest)
     runner = SharedReplay(replay)
