@@ -30,7 +30,14 @@ from jobs.runs.listing import made_at, summarize
 from jobs.runs.pipeline_stage import stage_over
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_commits import BatchReport
-from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
+from jobs.runs.run_info import (
+    TXN_SCHEME,
+    ReplayError,
+    RunInfo,
+    fingerprint,
+    read_run,
+    run_header,
+)
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import (
     append_only,
@@ -64,12 +71,13 @@ class Continuation:
     resumed: bool = False
 
 
-def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> RunInfo | None:
-    """The run a continuation of ``query`` extends: among the runs with the query's current
-    definition and ``plan`` (default: the query's plan), the one over the newest input versions
-    (then the newest made), complete or not. An interrupted run (a continuation or a replay that
-    was killed) is among them: the continuation finishes it first, to the versions it planned,
-    and the next one goes further."""
+def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> str | None:
+    """The id of the run a continuation of ``query`` extends: among the runs with the query's
+    current definition and ``plan`` (default: the query's plan), the one over the newest input
+    versions (then the newest made), complete or not. An interrupted run (a continuation or a
+    replay that was killed) is among them: the continuation finishes it first, to the versions
+    it planned, and the next one goes further. Only the runs' headers are read
+    (:func:`run_header`); the continuation reads the chosen run whole, under its lock."""
     ctx = replay.context(query)
     fp = fingerprint(ctx.query, ctx.operator)
     wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
@@ -77,13 +85,14 @@ def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> RunI
     for run_id in replay.warehouse.runs():
         if run_id.endswith(STANDALONE_SUFFIX):  # the equals_standalone check's, not the asset's
             continue
-        info = read_run(replay.warehouse, run_id)
-        if info.query != query or info.fingerprint != fp or info.plan != wanted:
+        run_dir = replay.warehouse.run_dir(run_id)
+        head = run_header(run_dir / "run.json")
+        if head.query != query or head.fingerprint != fp or head.plan != wanted:
             continue
-        made = made_at(replay.warehouse.run_dir(run_id), info)
-        rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
+        rank = (sorted((head.sources or {"input": head.input_version}).values()),
+                made_at(run_dir, head))
         if best is None or rank > best[0]:
-            best = (rank, info)
+            best = (rank, run_id)
     return None if best is None else best[1]
 
 
@@ -98,29 +107,29 @@ def continue_query(replay: Replay, query: str, plan: str | None = None,
     if replay.context(query).query.upstream is not None:
         return continue_stage(replay, query, plan, run_id, log, on_batch)
     if run_id is None:
-        info = run_to_continue(replay, query, plan)
+        run_id = run_to_continue(replay, query, plan)
     else:
-        info = read_run(replay.warehouse, run_id)
-        if info.query != query:
-            raise ReplayError(f"run {run_id!r} is a run of query {info.query!r}, not {query!r}")
-        if plan is not None and plans.parse_plan(plan).describe() != info.plan:
-            raise ReplayError(f"run {run_id!r} uses plan {info.plan!r}, not {plan!r}")
-    if info is None:
+        head = read_run(replay.warehouse, run_id)
+        if head.query != query:
+            raise ReplayError(f"run {run_id!r} is a run of query {head.query!r}, not {query!r}")
+        if plan is not None and plans.parse_plan(plan).describe() != head.plan:
+            raise ReplayError(f"run {run_id!r} uses plan {head.plan!r}, not {plan!r}")
+    if run_id is None:
         log(f"{query}: no completed run to continue; replaying from scratch")
         result = Continuation(replay.prepare(query, plan=plan), None, "no completed run")
     else:
-        result = extend(replay, info, log)
+        result = extend(replay, run_id, log)
     # (the new batches run where jobs.runs.engine_choice says: few events, the driver)
     result.manifest = replay.run(result.info, on_batch, clean=not result.clean)
     return result
 
 
-def extend(replay: Replay, info: RunInfo, log: Callable[[str], None] = print) -> Continuation:
-    """Plan the run's next segment (under the run's lock) and write it to ``run.json``; or, when
-    the run cannot be continued, prepare a fresh run (or take the existing one of that id) and
-    say why."""
-    with run_lock(replay.warehouse.run_dir(info.run_id), info.run_id):
-        info = read_run(replay.warehouse, info.run_id)
+def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> Continuation:
+    """Plan the next segment of run ``run_id`` (under the run's lock) and write it to
+    ``run.json``; or, when the run cannot be continued, prepare a fresh run (or take the
+    existing one of that id) and say why."""
+    with run_lock(replay.warehouse.run_dir(run_id), run_id):
+        info = read_run(replay.warehouse, run_id)
         if pending(info) or replay.manifest(info.run_id).num_rows != info.batches + 1:
             log(f"{info.run_id}: interrupted; finishing it (to v{info.input_version}), the next "
                 "continuation goes further")

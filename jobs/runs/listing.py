@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from jobs.runs.engine_choice import engines_summary
-from jobs.runs.run_info import RunInfo, load_run_file
+from jobs.runs.run_info import RunHeader, RunInfo, load_run_file
 from jobs.runs.run_lock import is_locked
 from jobs.runs.run_segments import describe
 from jobs.warehouse import Warehouse
@@ -51,7 +51,7 @@ def _manifest(path: str) -> tuple[int, int]:
     return table.num_rows, int(sum(v or 0 for v in table.column("rows_out").to_pylist()))
 
 
-def made_at(run_dir: Path, info: RunInfo) -> datetime:
+def made_at(run_dir: Path, info: RunInfo | RunHeader) -> datetime:
     """When the run in ``run_dir`` was made: its ``created`` time, else (runs made before it was
     recorded) when its ``run.json`` was last written."""
     if info.created:

@@ -159,6 +159,45 @@ def existing_run(run_file: Path, query: str, fp: str) -> RunInfo | None:
                           "another --run-id")
     return info
 
+@dataclass
+class RunHeader:
+    """The fields of ``run.json`` that choose a run among others (:func:`run_header`)."""
+
+    query: str
+    fingerprint: str
+    plan: str
+    input_version: int
+    sources: dict[str, int]
+    created: str
+
+
+#: The type of each field of :class:`RunHeader` as JSON decodes it.
+_HEADER_TYPES = {"query": str, "fingerprint": str, "plan": str, "input_version": int,
+                 "sources": dict, "created": str}
+
+
+def run_header(path: Path) -> RunHeader:
+    """The :class:`RunHeader` of the ``run.json`` at ``path``, decoded from the lines that
+    hold its fields (the file has one field a line) and not from the whole text, whose lists
+    grow with every segment of a continued run. A file in another form, or one whose header
+    fields are not what they should be, is read whole (:func:`load_run_file`: a damaged one is
+    its :class:`ReplayError`)."""
+    found: dict[str, Any] = {}
+    try:
+        for line in path.read_text().splitlines():
+            name, sep, value = line.partition(": ")
+            name = name.strip('"')
+            if sep and name in _HEADER_TYPES:
+                found[name] = json.loads(value.removesuffix(","))
+    except (OSError, UnicodeDecodeError, ValueError):
+        found = {}
+    if found.keys() == _HEADER_TYPES.keys() and all(
+            type(found[n]) is t for n, t in _HEADER_TYPES.items()):
+        return RunHeader(**found)
+    info = load_run_file(path)
+    return RunHeader(**{n: getattr(info, n) for n in _HEADER_TYPES})
+
+
 #: The digest of the last text of each ``run.json`` (the last :data:`_CHECKED_KEPT`) that was
 #: checked or written by this process: it is not checked again while it has that text. Its
 #: lists (files, cut points, segments) grow with every segment of a continued run, and a

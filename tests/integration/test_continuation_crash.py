@@ -80,7 +80,7 @@ def test_a_continuation_stopped_after_its_rewind_then_continued_equals_uninterru
     for run_id in ("stopped", "straight"):
         replay.run(replay.prepare(QUERY, plan=PLAN, run_id=run_id))
     storage.write(later_events(replay), warehouse.recording("vitals"), mode="append")
-    planned = extend(replay, read_run(warehouse, "stopped"), log=lambda line: None)
+    planned = extend(replay, "stopped", log=lambda line: None)
     finish_rewind(replay, planned.info)
     assert not pending(read_run(warehouse, "stopped"))
     flush = replay.storage.read_arrow(replay.warehouse.run_table("stopped", "output"))

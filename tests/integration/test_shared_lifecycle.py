@@ -26,7 +26,7 @@ def test_a_shared_run_finishes_the_rewind_a_continuation_left_undone(spark, stor
     older = shared.prepare("win_t", plan=PLAN, version=1)
     shared.run(older)
     # a continuation to the latest version, stopped after planning its segment (rewind undone)
-    continued = extend(shared, read_run(shared.warehouse, older.run_id),
+    continued = extend(shared, older.run_id,
                        log=lambda line: None).info
     assert pending(read_run(shared.warehouse, older.run_id))
     runner = SharedReplay(shared)

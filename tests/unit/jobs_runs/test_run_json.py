@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
-from jobs.runs.run_info import ReplayError, existing_run, load_run_file
+from jobs.runs.run_info import ReplayError, existing_run, load_run_file, run_header
 
 ROOT = Path(__file__).resolve().parents[3]
 QUERY = "vitals_hr_1m"
@@ -305,3 +305,30 @@ def test_an_existing_run_of_another_definition_is_refused_naming_it(made, tmp_pa
     for query, fp in ((info.query, "another"), ("another_query", info.fingerprint)):
         with pytest.raises(ReplayError, match=f"run '{run_id}' was made by a different query"):
             existing_run(run_file, query, fp)
+
+
+def test_a_run_header_is_read_from_its_lines_and_a_damaged_one_from_the_whole_file(tmp_path):
+    cli = new_cli(tmp_path)
+    cli.ok("replay", QUERY)
+    (run_id,) = cli.runs()
+    path = cli.run_file(run_id)
+    info = load_run_file(path)
+    head = run_header(path)
+    assert (head.query, head.fingerprint, head.plan, head.input_version, head.sources,
+            head.created) == (info.query, info.fingerprint, info.plan, info.input_version,
+                              info.sources, info.created)
+    text = path.read_text()
+    # the long lists are not decoded: a damaged one leaves the header readable, not the run
+    path.write_text("\n".join('"files": [{"uri": ' if line.startswith('"files": ') else line
+                              for line in text.splitlines()))
+    assert run_header(path) == head
+    with pytest.raises(ReplayError, match="run.json: not a readable run description"):
+        load_run_file(path)
+    # a header field of the wrong type: the whole file is read, and refused naming the field
+    path.write_text(text.replace(f'"input_version": {info.input_version},',
+                                 f'"input_version": "{info.input_version}",'))
+    with pytest.raises(ReplayError, match="field input_version"):
+        run_header(path)
+    # a file in another form (one line) is read whole
+    path.write_text(json.dumps(json.loads(text)))
+    assert run_header(path) == head
