@@ -322,7 +322,7 @@ def test_a_run_header_is_read_from_its_lines_and_a_damaged_one_from_the_whole_fi
     path.write_text("\n".join('"files": [{"uri": ' if line.startswith('"files": ') else line
                               for line in text.splitlines()))
     assert run_header(path) == head
-    with pytest.raises(ReplayError, match="run.json: not a readable run description"):
+    with pytest.raises(ReplayError, match=r"run\.json: not a readable run description"):
         load_run_file(path)
     # a header field of the wrong type: the whole file is read, and refused naming the field
     path.write_text(text.replace(f'"input_version": {info.input_version},',
