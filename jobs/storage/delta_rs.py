@@ -11,9 +11,6 @@ an append-only table, a checkpoint's version) goes through delta-rs. On an objec
 makes every commit (with its conditional put) and the executors read the data files through
 pyarrow (:mod:`jobs.storage.arrow_reads`), and write a DataFrame's files through it
 (:mod:`jobs.storage.arrow_writes`).
-
-The module is one piece over 450 lines: the backend's one class, whose reads, commits and
-checkpoints share the bookkeeping of its open handles.
 """
 
 from __future__ import annotations
@@ -67,11 +64,11 @@ from jobs.storage.log_entries import (
     checkpoint_interval,
     commit_info,
     commit_properties,
-    compact,
     create_entry,
     entry_text,
     no_log,
     relative_path,
+    table_entry,
 )
 from jobs.storage.snapshot_memo import keep, recall, table_made
 
@@ -413,20 +410,11 @@ class DeltaRsStorage(DeltaStorage):
         already, a path to encode, not a local path)."""
         paths = [relative_path(f.path, root) for f in files]
         first = f"{log_dir(root)}/{0:020d}.json"
-        if "://" in root or not all(PLAIN_PATH.fullmatch(p) for p in paths) or \
-                not no_log(root):
+        if is_remote(root) or not all(PLAIN_PATH.fullmatch(p) for p in paths) or not no_log(root):
             return None
         made = Schema.from_arrow(schema).to_json()
         now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
-        protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
-        meta = {"id": str(uuid.uuid4()), "name": None, "description": None,
-                "format": {"provider": "parquet", "options": {}}, "schemaString": made,
-                "partitionColumns": [], "createdTime": now_ms, "configuration": {}}
-        info = commit_info("CREATE TABLE", {
-            "metadata": compact(meta), "mode": "ErrorIfExists", "location": f"file://{root}/",
-            "protocol": compact(protocol)}, metadata, now_ms)
-        lines = [info, {"protocol": protocol}, {"metaData": meta},
-                 *change_actions(paths, files, [], txn, now_ms)]
+        lines = table_entry(root, made, paths, files, txn, metadata, now_ms)
         os.makedirs(os.path.dirname(first), exist_ok=True)
         if not create_entry(first, entry_text(lines)):
             return None  # another writer made the table: delta-rs sorts it out

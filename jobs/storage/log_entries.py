@@ -89,6 +89,22 @@ def change_actions(paths: Sequence[str], files: Sequence[StagedFile], removed: S
     return lines
 
 
+def table_entry(root: str, schema_json: str, paths: Sequence[str], files: Sequence[StagedFile],
+                txn: Txn | None, metadata: Mapping[str, str] | None, now_ms: int) -> list[dict]:
+    """The actions of version 0 of a new local table at ``root`` with schema ``schema_json``
+    and ``files`` (at ``paths``, relative), as delta-rs's ``create_table_with_add_actions``
+    writes them (default protocol, no partitions, no properties)."""
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+    meta = {"id": str(uuid.uuid4()), "name": None, "description": None,
+            "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
+            "partitionColumns": [], "createdTime": now_ms, "configuration": {}}
+    info = commit_info("CREATE TABLE", {
+        "metadata": compact(meta), "mode": "ErrorIfExists", "location": f"file://{root}/",
+        "protocol": compact(protocol)}, metadata, now_ms)
+    return [info, {"protocol": protocol}, {"metaData": meta},
+            *change_actions(paths, files, [], txn, now_ms)]
+
+
 def compact(value: dict) -> str:
     """``value`` as JSON text without spaces (as delta-rs nests JSON in ``commitInfo``)."""
     return json.dumps(value, separators=(",", ":"))
