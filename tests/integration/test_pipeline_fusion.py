@@ -6,22 +6,17 @@ output and against the composed reference over the recording."""
 
 from __future__ import annotations
 
-import tempfile
 import uuid
-from pathlib import Path
 
-import numpy as np
-from helpers import events_table, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_pipeline_replay import pipeline_catalog
+from test_pipeline_replay import chain_replay, pipeline_catalog
 
 from jobs.runs.pipeline_fusion import chain_plan
 from jobs.runs.pipeline_stage import stage_over, upstream_run
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
-from jobs.warehouse import Warehouse
 
 MANIFEST = ("batch", "kind", "seq_lo", "seq_hi", "rows_in", "rows_out", "late", "quarantined")
 
@@ -37,14 +32,6 @@ def table_rows(replay: Replay, run_id: str, table: str) -> list[tuple]:
 
 def manifest_rows(replay: Replay, run_id: str) -> list[tuple]:
     return [tuple(r[c] for c in MANIFEST) for r in replay.manifest(run_id).to_pylist()]
-
-
-def new_replay(spark, storage, seed: int, events: int, engine: str) -> Replay:
-    root = Path(tempfile.mkdtemp(prefix="reprise-fusion-"))
-    warehouse = Warehouse(root / "warehouse")
-    write_commits(storage, warehouse.recording("ev"),
-                  events_table(np.random.default_rng(seed), events), 4)
-    return Replay(spark, storage, warehouse, pipeline_catalog(root / "schemas"), engine=engine)
 
 
 def separate(replay: Replay, stage: str, plan: str) -> tuple[str, str]:
@@ -74,7 +61,7 @@ def assert_same_runs(replay: Replay, fused: tuple[str, str], apart: tuple[str, s
        stage=st.sampled_from(["ev_w_alert", "ev_w_max"]))
 def test_a_fused_stage_equals_the_separate_path_for_random_plans(spark, storage, seed, rows,
                                                                   stage):
-    replay = new_replay(spark, storage, seed, 500, "driver")
+    replay = chain_replay(spark, storage, seed, 500, 4, "driver")
     plan = f"rows:{rows}"
     info = replay.prepare(stage, plan=plan)
     assert info.fused_with  # the upstream had no complete run: fused
@@ -86,7 +73,7 @@ def test_a_fused_stage_equals_the_separate_path_for_random_plans(spark, storage,
 
 
 def test_a_fused_run_on_spark_validates_and_is_reused(spark, storage):
-    replay = new_replay(spark, storage, 5, 700, "spark")
+    replay = chain_replay(spark, storage, 5, 700, 4, "spark")
     info = replay.prepare("ev_w_alert", plan="rows:90")
     assert info.fused_with
     replay.run(info)

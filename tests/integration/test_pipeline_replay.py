@@ -51,18 +51,25 @@ def pipeline_catalog(root: Path):
     return load_catalog(root)
 
 
+def chain_replay(spark, storage, seed: int, events: int, commits: int, engine: str = ""
+                 ) -> Replay:
+    """A replay with the pipeline catalog over a new warehouse whose recording ``ev`` holds
+    ``events`` random events (``seed``) in ``commits`` commits."""
+    root = Path(tempfile.mkdtemp(prefix="reprise-pipeline-"))
+    warehouse = Warehouse(root / "warehouse")
+    write_commits(storage, warehouse.recording("ev"),
+                  events_table(np.random.default_rng(seed), events), commits)
+    return Replay(spark, storage, warehouse, pipeline_catalog(root / "schemas"), engine=engine)
+
+
 def rows(storage, path: str) -> list[tuple]:
     table = storage.read_arrow(path).drop_columns(["batch"]).to_pylist()
     return sorted((tuple(sorted(r.items())) for r in table), key=repr)
 
 
 def test_a_chain_replays_stage_by_stage_reuses_upstreams_and_validates(spark, storage):
-    root = Path(tempfile.mkdtemp(prefix="reprise-pipeline-"))
-    catalog = pipeline_catalog(root / "schemas")
-    warehouse = Warehouse(root / "warehouse")
-    write_commits(storage, warehouse.recording("ev"), events_table(np.random.default_rng(3),
-                                                                   400), 4)
-    replay = Replay(spark, storage, warehouse, catalog)
+    replay = chain_replay(spark, storage, seed=3, events=400, commits=4)
+    warehouse, catalog = replay.warehouse, replay.catalog
     outputs = {}
     for plan in ("commit", "rows:37"):
         info = replay.prepare("ev_w_alerts", plan=plan)
@@ -107,12 +114,8 @@ def unnumbered(rows: list[tuple]) -> list[tuple]:
 def test_validate_of_a_stage_says_when_the_fault_is_upstream(spark, storage):
     """An upstream run whose output was tampered with: the stage over it equals its own
     reference over that output, but not the composed reference over the recording."""
-    root = Path(tempfile.mkdtemp(prefix="reprise-pipeline-fault-"))
-    catalog = pipeline_catalog(root / "schemas")
-    warehouse = Warehouse(root / "warehouse")
-    write_commits(storage, warehouse.recording("ev"), events_table(np.random.default_rng(8),
-                                                                   300), 3)
-    replay = Replay(spark, storage, warehouse, catalog)
+    replay = chain_replay(spark, storage, seed=8, events=300, commits=3)
+    warehouse, catalog = replay.warehouse, replay.catalog
     upstream = replay.prepare("ev_w")
     replay.run(upstream)
     path = warehouse.run_table(upstream.run_id, "output")
