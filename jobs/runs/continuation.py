@@ -31,7 +31,6 @@ from jobs.runs.pipeline_stage import stage_over
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import (
-    TXN_SCHEME,
     ReplayError,
     RunInfo,
     fingerprint,
@@ -43,8 +42,8 @@ from jobs.runs.run_segments import (
     append_only,
     first_segment,
     kept_batches,
+    next_segment,
     pending,
-    pinned_version,
     save_run,
 )
 from jobs.runs.stage_continuation import extend_stage, stage_run_over
@@ -274,11 +273,8 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
                         ctx.time_column)
     keep = kept_batches(info.cuts, cuts)
     segments = info.segments or [first_segment(info)]
-    segment = {"segment": k, "from_version": pinned_version(info),
-               "to_version": next(iter(sources.values())), "sources": sources,
-               "first_batch": keep, "batches": len(cuts) - 1 - keep,
-               "events": cuts[-1] - info.total, "rewind_seq": cuts[keep],
-               "old_total": info.total, "rewound": False, "txn": TXN_SCHEME}
+    segment = {**next_segment(info, cuts, keep, next(iter(sources.values()))),
+               "sources": sources}
     info.segments = [*segments, segment]
     info.cuts, info.files, info.input_version, info.sources = cuts, files, version, (
         sources if info.sources else {})

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.runs.run_commits import commit_rows
-from jobs.runs.run_info import ReplayError, RunInfo, note_checked
+from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, note_checked
 from jobs.runs.run_text import run_text
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
 from jobs.storage.locations import exists
@@ -217,6 +217,15 @@ def first_segment(info: RunInfo, note: str = "") -> dict:
                "first_batch": 0, "batches": info.batches, "events": info.total,
                "rewound": True}
     return {**segment, "note": note} if note else segment
+
+
+def next_segment(info: RunInfo, cuts: list[int], keep: int, to_version: int) -> dict:
+    """The record of the segment that continues ``info`` to the cut points ``cuts`` (pinned at
+    ``to_version``), keeping its batches before ``keep``; its rewind is pending."""
+    return {"segment": max(1, len(info.segments)), "from_version": pinned_version(info),
+            "to_version": to_version, "first_batch": keep, "batches": len(cuts) - 1 - keep,
+            "events": max(0, cuts[-1] - info.total), "rewind_seq": cuts[keep],
+            "old_total": info.total, "rewound": False, "txn": TXN_SCHEME}
 
 
 def pinned_version(info: RunInfo) -> int:

@@ -31,9 +31,15 @@ from jobs.runs.pipeline_stage import (
     upstream_read,
 )
 from jobs.runs.run_context import RunContext
-from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, fingerprint, read_run
+from jobs.runs.run_info import ReplayError, RunInfo, fingerprint, read_run, run_header
 from jobs.runs.run_lock import run_lock
-from jobs.runs.run_segments import first_segment, kept_batches, pinned_version, save_run
+from jobs.runs.run_segments import (
+    first_segment,
+    kept_batches,
+    next_segment,
+    pinned_version,
+    save_run,
+)
 from jobs.storage import Txn
 from jobs.storage.staging import stage_table
 
@@ -44,8 +50,11 @@ def stage_run_over(replay: Replay, ctx: RunContext, upstream: RunInfo) -> RunInf
     fp = fingerprint(ctx.query, ctx.operator)
     best: tuple[int, RunInfo] | None = None
     for run_id in replay.warehouse.runs():
+        head = run_header(replay.warehouse.run_dir(run_id) / "run.json")
+        if head.query != ctx.query.name or head.fingerprint != fp:
+            continue
         info = read_run(replay.warehouse, run_id)
-        if info.query != ctx.query.name or info.fingerprint != fp or info.fused_with:
+        if info.fused_with:
             continue
         read, version = upstream_read(replay, info)
         if read == upstream.run_id and version is not None and (best is None
@@ -79,11 +88,7 @@ def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunIn
                               f"{sum(f['rows'] for f in files)} rows after continuing, its "
                               f"upstream's manifest counts {cuts[-1]}; replay the query with "
                               "another --run-id")
-        segment = {"segment": k, "from_version": pinned_version(info),
-                   "to_version": pinned_version(upstream), "first_batch": keep,
-                   "batches": len(cuts) - 1 - keep, "events": max(0, cuts[-1] - info.total),
-                   "rewind_seq": cuts[keep], "old_total": info.total, "rewound": False,
-                   "txn": TXN_SCHEME}
+        segment = next_segment(info, cuts, keep, pinned_version(upstream))
         info.segments = [*(info.segments or [first_segment(info)]), segment]
         info.cuts, info.files, info.input_version = cuts, files, version
         info.sources = dict(upstream.sources)
