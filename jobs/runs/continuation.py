@@ -209,30 +209,32 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
               ) -> list[dict]:
     """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
     (commit version, then path; as :func:`jobs.execution.arrival.input_index` orders a snapshot),
-    with
-    offsets after the ``known`` files. Reads the log entries of those versions only (and the
-    snapshot at ``new``, which the caller has open); checks that the known files are all still
-    live (the history was append-only)."""
-    live = {f.path: f.rows for f in storage.live_files(path, new)}
-    missing = {f["uri"] for f in known} - set(live) if new > old else set()
-    if missing:
-        raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
-                          f"version {new} (e.g. {sorted(missing)[0]}); replay afresh")
-    fresh = set(live) - {f["uri"] for f in known}
-    added_in = storage.files_added_in(path, old + 1, new)
-    if added_in is None or fresh - set(added_in):
+    with offsets after the ``known`` files. Reads the log entries of those versions only (not
+    the snapshot, whose file list grows with every commit); checks that they removed none of
+    the known files (the history was append-only)."""
+    if new <= old:
+        return []
+    found = storage.files_appended(path, old + 1, new)
+    if found is None:
         raise ReplayError(f"cannot tell which versions of {path} between {old} and {new} added "
                           "its new files (a log entry is missing or unreadable); replay afresh")
-    added: list[plans.InputFile] = []
+    added, removed = found
+    uris = {f["uri"] for f in known}
+    if gone := uris & removed:
+        raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
+                          f"version {new} (e.g. {sorted(gone)[0]}); replay afresh")
+    fresh = sorted((u for u in added if u not in uris and u not in removed),
+                   key=lambda u: (added[u][0], u))
+    files: list[dict] = []
     offset = sum(f["rows"] for f in known)
-    for uri in sorted(fresh, key=lambda u: (added_in[u], u)):
-        rows = live[uri]
+    for uri in fresh:
+        version, rows = added[uri]
         if rows is None:
             rows = storage.file_rows(uri)
-        added.append(plans.InputFile(uri=uri, commit_version=added_in[uri], rows=rows,
-                                     offset=offset))
+        files.append(asdict(plans.InputFile(uri=uri, commit_version=version, rows=rows,
+                                            offset=offset)))
         offset += rows
-    return [asdict(f) for f in added]
+    return files
 
 
 def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]

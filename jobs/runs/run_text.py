@@ -44,8 +44,11 @@ def encoded_list(run_file: Path, name: str, value: list) -> str:
     same = 0
     if kept is not None:
         limit = min(len(kept.items), len(value))
-        while same < limit and kept.items[same] == value[same]:
-            same += 1
+        if kept.items[:limit] == value[:limit]:  # (the usual case, compared in one C loop)
+            same = limit
+        else:
+            while kept.items[same] == value[same]:
+                same += 1
         kept.items[same:], kept.texts[same:] = [], []
     else:
         kept = _ENCODED[run_file][name] = EncodedList([], [])

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from engine.errors import RepriseError
-from jobs.storage.delta_log import added_in, changes
+from jobs.storage.delta_log import added_in, appended, changes
 from jobs.storage.locations import filesystem
 
 WriteMode = Literal["append", "overwrite"]
@@ -168,6 +168,14 @@ class DeltaStorage(ABC):
         ``path`` (a local path or URI; files named as :meth:`live_files` names them), from those
         versions' log entries only; None when one of them is missing."""
         return added_in(path, first, last)
+
+    def files_appended(self, path: str, first: int, last: int
+                       ) -> tuple[dict[str, tuple[int, int | None]], set[str]] | None:
+        """The data files the commits of versions ``first .. last`` of the table at ``path``
+        add (each with the version that added it and its row count, None when its stats lack
+        one) and remove, named as :meth:`live_files` names them, from those versions' log
+        entries only; None when one of them is missing."""
+        return appended(path, first, last)
 
     def files_changed(self, path: str, version: int, latest: int
                       ) -> tuple[set[str], set[str]] | None:

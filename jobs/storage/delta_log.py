@@ -49,19 +49,33 @@ def log_actions(table: str, first: int, last: int) -> list[tuple[int, dict]] | N
     return actions
 
 
-def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
-    """The version of ``first .. last`` whose commit added each data file of ``table`` (by the
-    file's path under the table's root, see :func:`jobs.storage.locations.logged_file`); None
-    when one of these log entries is missing."""
+def appended(table: str, first: int, last: int
+             ) -> tuple[dict[str, tuple[int, int | None]], set[str]] | None:
+    """The data files the commits of versions ``first .. last`` of ``table`` add, by path
+    under the table's root (see :func:`jobs.storage.locations.logged_file`): the version that
+    added each and its row count (from the add's stats; None without them); and the files they
+    remove. None when one of these log entries is missing."""
     actions = log_actions(table, first, last)
     if actions is None:
         return None
     root = table_root(table)
-    added: dict[str, int] = {}
+    added: dict[str, tuple[int, int | None]] = {}
+    removed: set[str] = set()
     for version, action in actions:
         if "add" in action:
-            added.setdefault(logged_file(root, action["add"]["path"]), version)
-    return added
+            stats = json.loads(action["add"].get("stats") or "{}")
+            added.setdefault(logged_file(root, action["add"]["path"]),
+                             (version, stats.get("numRecords")))
+        if "remove" in action:
+            removed.add(logged_file(root, action["remove"]["path"]))
+    return added, removed
+
+
+def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
+    """The version of ``first .. last`` whose commit added each data file of ``table`` (by the
+    file's path under the table's root); None when one of these log entries is missing."""
+    found = appended(table, first, last)
+    return None if found is None else {path: v for path, (v, _) in found[0].items()}
 
 
 def live_adds(table: str, version: int) -> dict[str, dict] | None:
@@ -125,17 +139,8 @@ def log_history(handle, table: str, limit: int | None) -> list[dict]:
 def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
     """The data files (paths under the table's root) the commits of versions ``version+1 ..
     latest`` of ``table`` add and remove; None when one of these log entries is missing."""
-    actions = log_actions(table, version + 1, latest)
-    if actions is None:
-        return None
-    root = table_root(table)
-    added: set[str] = set()
-    removed: set[str] = set()
-    for _, action in actions:
-        for kind, paths in (("add", added), ("remove", removed)):
-            if kind in action:
-                paths.add(logged_file(root, action[kind]["path"]))
-    return added, removed
+    found = appended(table, version + 1, latest)
+    return None if found is None else (set(found[0]), found[1])
 
 
 def log_names(table: str) -> frozenset[str]:
@@ -156,23 +161,53 @@ def _checkpoint(fs: pa.fs.FileSystem, inner: str, kinds: set[str]) -> pa.Table:
     return pq.read_table(inner, filesystem=fs, columns=sorted(columns))
 
 
-def referenced_files(table: str, skip: frozenset[str] = frozenset()) -> set[str] | None:
+def newest_entry(table: str) -> int | None:
+    """The version of the table's newest JSON log entry (None when it has none), found by
+    trying the versions after its last checkpoint in turn: no listing of the log, which gains
+    files with every commit."""
+    version = last_checkpoint(table)
+    if version is None:
+        if not entry_exists(table, 0):
+            return None
+        version = 0
+    while entry_exists(table, version + 1):
+        version += 1
+    return version
+
+
+def _named(root: str, actions: list[dict]) -> set[str]:
+    return {logged_file(root, action[kind]["path"]) for action in actions
+            for kind in ("add", "remove") if kind in action}
+
+
+def referenced_files(table: str, after: int | None = None) -> set[str] | None:
     """Every data file any version of ``table``'s log adds or removes (from the JSON entries
-    and the checkpoints; none from the log files named in ``skip``), as paths under the table's
-    root; None when the log holds something this reader does not understand (then nothing may
-    be deleted)."""
+    and the checkpoints), as paths under the table's root; None when the log holds something
+    this reader does not understand (then nothing may be deleted). With ``after`` (a version,
+    -1 for all), only the JSON entries of the versions after it, read one by one until the
+    first that does not exist (the log is not listed)."""
     root = table_root(table)
     fs, log = filesystem(log_dir(root))
     found: set[str] = set()
-    for name in sorted(log_names(root) - skip):
+    if after is not None:
+        version = after + 1
+        while True:
+            try:
+                actions = _actions(fs, f"{log}/{_entry_name(version)}")
+            except FileNotFoundError:
+                return found
+            except ValueError:
+                return None
+            found |= _named(root, actions)
+            version += 1
+    for name in sorted(log_names(root)):
         inner = f"{log}/{name}"
         if _is_entry(name):
             try:
                 actions = _actions(fs, inner)
             except ValueError:
                 return None
-            found.update(logged_file(root, action[kind]["path"]) for action in actions
-                         for kind in ("add", "remove") if kind in action)
+            found |= _named(root, actions)
         elif _is_checkpoint(name):
             checkpoint = _checkpoint(fs, inner, {"add", "remove"})
             for kind in checkpoint.column_names:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from jobs.storage.delta_log import log_names
+from jobs.storage.delta_log import newest_entry
 from jobs.storage.delta_log import referenced_files as logged_files
 from jobs.storage.locations import filesystem, is_remote, names, table_root
 
@@ -27,24 +27,28 @@ def _root(table: str | Path) -> str:
     return root if is_remote(root) else os.path.realpath(root)
 
 
-def referenced_files(table: str | Path, skip: frozenset[str] = frozenset()) -> set[str] | None:
-    """Every data file any version of ``table``'s log adds or removes (see
-    :func:`jobs.storage.delta_log.referenced_files`); None when nothing may be deleted."""
-    return logged_files(_root(table), skip)
+def referenced_files(table: str | Path, after: int | None = None) -> set[str] | None:
+    """Every data file any version of ``table``'s log (after version ``after``, when given)
+    adds or removes (see :func:`jobs.storage.delta_log.referenced_files`); None when nothing
+    may be deleted."""
+    return logged_files(_root(table), after)
 
 
 @dataclass(frozen=True)
 class Mark:
-    """What a table's directory held at some moment: its ``data/`` entries and log files."""
+    """What a table's directory held at some moment: its ``data/`` entries and the version of
+    its newest log entry (-1: none)."""
 
     data: frozenset[str]
-    log: frozenset[str]
+    version: int
 
 
 def mark(table: str | Path) -> Mark:
-    """The entries of ``table``'s ``data/`` and ``_delta_log/`` now (two directory listings)."""
+    """The entries of ``table``'s ``data/`` and its newest version now (one directory listing;
+    the log is not listed)."""
     root = table_root(str(table))
-    return Mark(names(f"{root}/{DATA}"), log_names(root))
+    newest = newest_entry(root)
+    return Mark(names(f"{root}/{DATA}"), -1 if newest is None else newest)
 
 
 def _files_under(fs: pa.fs.FileSystem, entry: pa.fs.FileInfo) -> list[pa.fs.FileInfo]:
@@ -71,15 +75,15 @@ def remove_unreferenced(table: str | Path, since: Mark | None = None) -> list[st
     """Delete the Parquet files under ``table/data`` that no version of its log references
     (and directories left empty); return what was deleted (paths under the table as it is
     named). With ``since``, look only at the ``data/`` entries made after that mark, and read
-    only the log files written after it (no earlier version can reference a file staged after
-    it): the cost does not grow with the table's history. Call it only while no one else writes
-    the table (a replay holds the run's lock)."""
+    only the log entries of the versions after it (no earlier version can reference a file
+    staged after it): the cost does not grow with the table's history. Call it only while no
+    one else writes the table (a replay holds the run's lock)."""
     named = table_root(str(table))
     fs, data = filesystem(f"{named}/{DATA}")
     new = sorted(names(f"{named}/{DATA}") - (since.data if since else frozenset()))
     if not new:
         return []
-    referenced = referenced_files(table, since.log if since else frozenset())
+    referenced = referenced_files(table, since.version if since else None)
     if referenced is None:
         return []
     root = _root(table)

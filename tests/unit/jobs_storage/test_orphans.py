@@ -86,3 +86,13 @@ def test_since_a_mark_only_files_staged_after_it_are_looked_at(tmp_path):
     assert remove_unreferenced(table, since) == [str(new_stray)]
     assert old_stray.exists() and committed.exists() and not new_stray.parent.exists()
     assert remove_unreferenced(table, mark(table)) == []  # nothing staged since
+
+
+def test_a_mark_holds_the_newest_version_past_the_last_checkpoint(tmp_path):
+    table = _table(tmp_path, 3)
+    DeltaTable(str(table)).create_checkpoint()  # at version 2
+    for i in range(2):
+        write_deltalake(str(table), pa.table({"x": [i]}), mode="append")
+    assert mark(table).version == 4
+    assert mark(tmp_path / "never-made").version == -1
+    assert len(referenced_files(table, after=2)) == 2  # the two appends' files only
