@@ -9,9 +9,8 @@ protocol). delta-rs's own commit and the refresh of its handle after it cost mil
 locally, and on an object store several requests (it lists the log and reads entries again),
 which a replay pays on every table of every batch. Everything else (an overwrite, a table with
 writer features or column invariants, removes from an append-only table, a checkpoint's
-version, a new table on an object store) goes through delta-rs. On an object store the
-executors read the data files through pyarrow (:mod:`jobs.storage.arrow_reads`), and write a
-DataFrame's files through it (:mod:`jobs.storage.arrow_writes`).
+version, a new table on an object store) goes through delta-rs. On an object store executors
+read and write data files through pyarrow (:mod:`~jobs.storage.arrow_reads`, ``arrow_writes``).
 """
 
 from __future__ import annotations
