@@ -42,8 +42,9 @@ def main() -> None:
     parser.add_argument("--warmups", type=int, default=1)
     args = parser.parse_args()
     catalog = load_catalog(ROOT / "schemas")
-    log = Path(tempfile.mkdtemp(prefix="reprise-moto-")) / "requests.log"
-    with s3_server(log=log) as endpoint:
+    with tempfile.TemporaryDirectory(prefix="reprise-moto-") as logs, \
+            s3_server(log=Path(logs) / "requests.log") as endpoint:
+        log = Path(logs) / "requests.log"  # (moto's request log: one line a request)
         os.environ.update(aws_env(endpoint))  # (before Spark starts: its workers inherit them)
         bucket = f"bench-{uuid.uuid4().hex[:8]}"
         s3_client().create_bucket(Bucket=bucket)
