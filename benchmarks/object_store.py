@@ -6,7 +6,9 @@ figure is the object-store protocol's overhead (requests, conditional commits, l
 log, reading Parquet through pyarrow's S3 client), not a network's.
 Medians of alternating rounds (each side once in turn, after untimed warm-ups); also the
 per-batch overhead of each (a 20-batch replay of a tiny recording), where the per-commit round
-trips show. Run with ``python -m benchmarks.object_store [--events N]``.
+trips show, and the requests per batch the S3 side sends (counted in moto's request log, over
+the tiny replay and over one replay of the benchmark's events). Run with
+``python -m benchmarks.object_store [--events N]``.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import uuid
+from pathlib import Path
 
 from engine.catalog import load_catalog
 from jobs.recordings.store import generate_recording
 from jobs.runs.replay import Replay
 from jobs.storage.filesystems import s3_client
 from jobs.warehouse import Warehouse
-from tests.support.s3_server import aws_env, s3_server
+from tests.support.s3_server import aws_env, requests_logged, s3_server
 
 from .harness import ROOT, ReplayRuns, bench, medians
 from .results import command_line, record
@@ -38,7 +42,9 @@ def main() -> None:
     parser.add_argument("--warmups", type=int, default=1)
     args = parser.parse_args()
     catalog = load_catalog(ROOT / "schemas")
-    with s3_server() as endpoint:
+    with tempfile.TemporaryDirectory(prefix="reprise-moto-") as logs, \
+            s3_server(log=Path(logs) / "requests.log") as endpoint:
+        log = Path(logs) / "requests.log"  # (moto's request log: one line a request)
         os.environ.update(aws_env(endpoint))  # (before Spark starts: its workers inherit them)
         bucket = f"bench-{uuid.uuid4().hex[:8]}"
         s3_client().create_bucket(Bucket=bucket)
@@ -56,6 +62,11 @@ def main() -> None:
             big = medians({k: v for k, v in runs.items() if k.endswith("big")},
                           rounds=args.rounds, warmups=args.warmups)
             tiny = medians({k: v for k, v in runs.items() if k.endswith("tiny")}, rounds=3)
+            requests = {}
+            for name in ("tiny", "big"):
+                before = requests_logged(log)
+                runs[f"s3_{name}"]()
+                requests[name] = requests_logged(log) - before
     batches = runs["s3_big"].info.batches
     result = {
         "events": args.events, "keys": args.keys, "batches": batches, "rounds": args.rounds,
@@ -63,6 +74,8 @@ def main() -> None:
         "ratio": round(big["s3_big"] / big["local_big"], 2),
         "local_per_batch_s": round(tiny["local_tiny"] / (batches + 1), 3),
         "s3_per_batch_s": round(tiny["s3_tiny"] / (batches + 1), 3),
+        "s3_requests_per_batch": round(requests["tiny"] / (batches + 1), 1),
+        "s3_requests_per_batch_big": round(requests["big"] / (batches + 1), 1),
     }
     print(json.dumps(result, indent=1))
     record("object_store", command=command_line(),
@@ -75,7 +88,8 @@ def main() -> None:
     print(f"tumbling replay of {args.events:,} events in {batches} batches: S3 "
           f"{result['s3_replay_s']} s, local {result['local_replay_s']} s, ratio "
           f"{result['ratio']} (aim <= 2); per batch: S3 {result['s3_per_batch_s']} s, local "
-          f"{result['local_per_batch_s']} s")
+          f"{result['local_per_batch_s']} s; S3 requests per batch: "
+          f"{result['s3_requests_per_batch']} (tiny), {result['s3_requests_per_batch_big']}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from engine.ordering import in_order
 from jobs.storage import ARRIVAL_COLUMN, KEY_HASH_COLUMN, LAYOUT_COLUMNS, LAYOUT_KEY
+from jobs.storage.locations import filesystem, is_remote
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,8 @@ def read_range(files: list[dict], columns: Sequence[str], dictionary: list[str],
     keys (by their statistics; the rows of other keys in them are the caller's to drop)."""
     out = []
     for f in files:
-        fs, path = pa.fs.FileSystem.from_uri(f["uri"]) if "://" in f["uri"] else (
-            pa.fs.LocalFileSystem(), f["uri"])
-        with pq.ParquetFile(fs.open_input_file(path), read_dictionary=dictionary) as parquet:
+        with pq.ParquetFile(_source(f["uri"], whole=not hashes), read_dictionary=dictionary,
+                            pre_buffer=is_remote(f["uri"])) as parquet:
             meta, names = parquet.metadata, parquet.schema_arrow.names
             laid = (meta.metadata or {}).get(LAYOUT_KEY.encode()) == (key or "").encode()
             extra = [c for c in LAYOUT_COLUMNS if c in names and (laid or c == ARRIVAL_COLUMN)]
@@ -57,6 +57,17 @@ def read_range(files: list[dict], columns: Sequence[str], dictionary: list[str],
             found = None if found is None else found[inside]
         out.append(FileRows(table, seq, found if laid else None, nbytes))
     return out
+
+
+def _source(uri: str, whole: bool) -> pa.NativeFile:
+    """The input file ``uri`` opened for reading. On an object store each read is a request:
+    a file read ``whole`` is fetched in one GET (a HEAD first), else its footer and then the
+    row groups read, their column chunks coalesced (``pre_buffer``) rather than a GET each."""
+    fs, path = filesystem(uri)
+    if whole and is_remote(uri):
+        with fs.open_input_stream(path) as stream:
+            return pa.BufferReader(stream.read_buffer())
+    return fs.open_input_file(path)
 
 
 def _overlaps(group: pq.RowGroupMetaData, names: list[str], hashes: tuple[int, int]) -> bool:

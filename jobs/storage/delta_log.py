@@ -11,7 +11,14 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.storage.locations import exists, filesystem, is_remote, logged_file, names, table_root
+from jobs.storage.locations import (
+    file_exists,
+    filesystem,
+    is_remote,
+    logged_file,
+    names,
+    table_root,
+)
 
 LOG = "_delta_log"
 
@@ -27,7 +34,7 @@ def log_dir(table: str) -> str:
 
 def entry_exists(table: str, version: int) -> bool:
     """Whether the table's log has the JSON entry of ``version`` (a commit made it)."""
-    return exists(f"{log_dir(table)}/{_entry_name(version)}")
+    return file_exists(f"{log_dir(table)}/{_entry_name(version)}")
 
 
 def _actions(fs: pa.fs.FileSystem, inner: str) -> list[dict]:

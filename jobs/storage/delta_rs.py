@@ -1,16 +1,16 @@
 """Delta through delta-rs: the log is handled by ``deltalake``, Spark reads and writes Parquet.
 
-A run's per-batch commits in append mode to a plain local table (files added; a state commit
+A run's per-batch commits in append mode to a plain table (files added; a state commit
 also removes its buckets' previous files) are written by this module itself
 (:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as delta-rs writes
-it), and so is the first commit of a new local table in append mode (:meth:`DeltaRsStorage._make`:
-the version 0 delta-rs writes, default protocol); delta-rs's own commit and the refresh of its
-handle after it cost some milliseconds each, which a replay pays on every table of every batch.
-Everything else (an overwrite, a table with writer features or column invariants, removes from
-an append-only table, a checkpoint's version) goes through delta-rs. On an object store delta-rs
-makes every commit (with its conditional put) and the executors read the data files through
-pyarrow (:mod:`jobs.storage.arrow_reads`), and write a DataFrame's files through it
-(:mod:`jobs.storage.arrow_writes`).
+it: locally a link, on an object store a conditional put), and so is the first commit of a new
+local table in append mode (:meth:`DeltaRsStorage._make`: delta-rs's version 0, default
+protocol). delta-rs's own commit and the refresh of its handle after it cost milliseconds
+locally, and on an object store several requests (it lists the log and reads entries again),
+which a replay pays on every table of every batch. Everything else (an overwrite, a table with
+writer features or column invariants, removes from an append-only table, a checkpoint's
+version, a new table on an object store) goes through delta-rs. On an object store executors
+read and write data files through pyarrow (:mod:`~jobs.storage.arrow_reads`, ``arrow_writes``).
 """
 
 from __future__ import annotations
@@ -374,7 +374,7 @@ class DeltaRsStorage(DeltaStorage):
         """Append ``files`` (and remove the files ``remove``) as the next log entry of the table
         at ``root``, written here (see the module docstring); None when delta-rs has to make
         this commit."""
-        head = None if is_remote(root) else self._head(root)  # (remote: delta-rs commits)
+        head = self._head(root)
         if head is None:
             return None
         dt = self._latest.get(root) if head.made is None else None

@@ -34,6 +34,35 @@ def s3_client(env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEO
                       retries={"max_attempts": 1, "mode": "standard"}))
 
 
+#: Seconds a conditional put of a log entry waits for the store (it is never retried).
+PUT_TIMEOUT = 60
+
+#: The clients :func:`create_object` made, by the AWS settings they were made with.
+_PUT_CLIENTS: dict[tuple, object] = {}
+
+
+def create_object(uri: str, data: bytes) -> bool:
+    """Write the object ``uri`` (``s3://BUCKET/KEY``) whole if there is none yet: one
+    conditional put (``If-None-Match: *``); False when the store refuses it because there is
+    one. Of several processes creating the same object, exactly one succeeds. The put is not
+    retried: a retry of a put that went through would be refused by its own object."""
+    from botocore.exceptions import ClientError
+
+    options = tuple(storage_options().items())
+    client = _PUT_CLIENTS.get(options)
+    if client is None:
+        client = _PUT_CLIENTS[options] = s3_client(timeout=PUT_TIMEOUT)
+    bucket, key = uri[len("s3://"):].split("/", 1)
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as exc:
+        # 412: the object exists; 409: another put of it is under way (one of them wins)
+        if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (409, 412):
+            return False
+        raise
+    return True
+
+
 def remote_backend(warehouse: str, backend: str) -> str:
     """The Delta backend of an object-store warehouse: delta-rs (for ``auto`` too); delta-spark
     would need the ``hadoop-aws`` jars on Spark's class path (WarehouseError)."""

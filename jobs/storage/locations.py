@@ -19,11 +19,38 @@ def is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+#: The S3 file systems made so far, by bucket and the AWS settings they were made with.
+_S3_SYSTEMS: dict[tuple, pa.fs.S3FileSystem] = {}
+
+
 def filesystem(path: str) -> tuple[pa.fs.FileSystem, str]:
-    """pyarrow's file system of a local path or URI, and the path within it."""
+    """pyarrow's file system of a local path or URI, and the path within it. An ``s3://``
+    bucket's is made once per process and AWS settings (:func:`s3_filesystem`)."""
+    if path.startswith("s3://"):
+        inner = path[len("s3://"):]
+        return s3_filesystem(inner.split("/", 1)[0]), inner
     if is_remote(path):
         return pa.fs.FileSystem.from_uri(path)
     return pa.fs.LocalFileSystem(), local_path(path)
+
+
+def s3_filesystem(bucket: str) -> pa.fs.S3FileSystem:
+    """pyarrow's S3 file system of ``bucket`` with this process's AWS settings (as
+    ``FileSystem.from_uri`` makes it: ``AWS_ENDPOINT_URL``, else the bucket's own region),
+    opening output streams lazily: a file smaller than a multipart upload's part is written in
+    one request (a PUT), not three (start, part, complete)."""
+    from jobs.aws_settings import storage_options
+
+    options = storage_options()
+    made = _S3_SYSTEMS.get((bucket, *options.items()))
+    if made is None:
+        endpoint = options.get("AWS_ENDPOINT_URL")
+        region = options.get("AWS_REGION") or (
+            None if endpoint else pa.fs.resolve_s3_region(bucket))
+        made = pa.fs.S3FileSystem(endpoint_override=endpoint, region=region,
+                                  allow_delayed_open=True)
+        _S3_SYSTEMS[(bucket, *options.items())] = made
+    return made
 
 
 def exists(path: str) -> bool:
@@ -32,6 +59,19 @@ def exists(path: str) -> bool:
         return os.path.exists(local_path(path))  # (a commit checks two log entries: cheaper)
     fs, inner = filesystem(path)
     return fs.get_file_info(inner).type != pa.fs.FileType.NotFound
+
+
+def file_exists(path: str) -> bool:
+    """Whether there is a file at the local path or URI ``path`` (on an object store one
+    request, where :func:`exists` asks twice of a missing object: it may be a directory)."""
+    if not is_remote(path):
+        return os.path.exists(local_path(path))
+    fs, inner = filesystem(path)
+    try:
+        fs.open_input_file(inner).close()  # (a HEAD request)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def names(directory: str) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""The log entries the delta-rs storage writes itself for plain local appends and new tables
+"""The log entries the delta-rs storage writes itself for plain appends and new local tables
 (one JSON action a line, as delta-rs writes them; see :mod:`jobs.storage.delta_rs`)."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Schema, Transaction
 
 from jobs.storage.base import StagedFile, Txn
-from jobs.storage.locations import local_path
+from jobs.storage.filesystems import create_object
+from jobs.storage.locations import is_remote, local_path
 
 #: Relative data file paths a log entry can name as they are (no character to percent-encode).
 PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -33,7 +34,10 @@ def checkpoint_interval(dt: DeltaTable) -> int:
 
 def create_entry(path: str, text: str) -> bool:
     """Write the local file ``path`` whole if there is none yet (a temporary file linked into
-    place: readers never see a part of it); False when there is one."""
+    place: readers never see a part of it; on an object store one conditional put, see
+    :func:`~jobs.storage.filesystems.create_object`); False when there is one."""
+    if is_remote(path):
+        return create_object(path, text.encode())
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"  # a name only
     with open(tmp, "w") as out:
         out.write(text)

@@ -1,6 +1,8 @@
-"""Acceptance test of issue 18: every family replays and validates on a Spark standalone cluster
-(a master and two 1-core workers on 127.0.0.1, started from the environment's pyspark), and a
-replay survives a worker SIGKILLed in the middle of it.
+"""Every family replays and validates on a Spark standalone cluster (a master and two 1-core
+workers on 127.0.0.1, started from the environment's pyspark), a replay survives a worker
+SIGKILLed in the middle of it, and a replay with the warehouse on an S3-compatible store (the
+tests' moto server) equals the local-mode run of the same query, although the executors run in
+directories of their own, without the driver's AWS settings in their environment.
 
 The drivers are ``reprise`` commands run as the README's "A Spark cluster" section says; the
 workers have no ``PYTHONPATH``, so the executors run the code the driver ships. Slow (several
@@ -15,12 +17,15 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from standalone import StandaloneCluster, cluster_env
 
 from jobs.runtime.code_shipping import CODE_ZIP
+from jobs.storage.filesystems import s3_client
+from jobs.storage.locations import filesystem, names
 from jobs.storage.orphans import referenced_files
 
 pytestmark = pytest.mark.slow
@@ -133,3 +138,40 @@ def test_a_replay_survives_a_worker_killed_in_the_middle(cluster, driver):
     assert "output equals the reference" in reprise(env, cwd, "validate", run_id)
     for table in ("output", "late", "quarantine", "state", "manifest"):
         assert not unreferenced(warehouse / "runs" / run_id / table)
+
+
+@pytest.fixture(scope="module")
+def s3_driver(cluster, s3_endpoint, tmp_path_factory):
+    """(environment of a reprise driver on the cluster whose warehouse is on the tests' S3
+    server, its working directory, the warehouse URI), the vitals recording generated."""
+    bucket = f"cluster-{uuid.uuid4().hex[:12]}"
+    s3_client().create_bucket(Bucket=bucket)
+    cwd = tmp_path_factory.mktemp("s3-driver")
+    warehouse = f"s3://{bucket}/wh"
+    env = cluster_env(cluster.url, warehouse, PYTHONPATH=str(Path(__file__).parents[2]))
+    reprise(env, cwd, "generate", "vitals", "--keys", "40", "--events", "6000", "--commits", "4")
+    return env, cwd, warehouse
+
+
+def test_a_replay_on_the_cluster_with_an_s3_warehouse_equals_the_local_mode_run(cluster,
+                                                                               s3_driver):
+    """The executors run in the workers' directories (not the driver's) and get the AWS settings
+    from the driver only: a file an executor wrote to a local path would not reach the driver.
+    Both exchanges on the cluster equal the local-mode run row for row and the reference."""
+    env, cwd, warehouse = s3_driver
+    for exchange in ("direct", "spark"):
+        reprise({**env, "REPRISE_EXCHANGE": exchange}, cwd, "replay", QUERIES["window"],
+                "--run-id", f"s3-cluster-{exchange}", "--engine", "spark")
+    local = {**env, "REPRISE_SPARK_MASTER": "local[2]"}
+    reprise(local, cwd, "replay", QUERIES["window"], "--run-id", "s3-local", "--engine", "spark")
+    for exchange in ("direct", "spark"):
+        run_id = f"s3-cluster-{exchange}"
+        fs, inner = filesystem(f"{warehouse}/runs/{run_id}/run.json")
+        with fs.open_input_stream(inner) as stream:
+            assert json.loads(stream.read())["buckets"] == 2  # the executors stepped them
+        assert "output equals the reference" in reprise(env, cwd, "validate", run_id)
+        assert "equal" in reprise(env, cwd, "diff", run_id, "s3-local")  # (exit 0: equal)
+    # nothing written beside the store: no local directory named after the URI anywhere
+    work = cluster.root / "work"
+    assert not [p for p in [*cwd.rglob("*"), *work.rglob("*")] if p.name.startswith("s3:")]
+    assert names(f"{warehouse}/runs") >= {"s3-local", "s3-cluster-direct", "s3-cluster-spark"}

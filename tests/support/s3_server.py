@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 #: The credentials the server is given (moto accepts any; the tests grep output for the secret).
 ACCESS_KEY = "reprise-test-key"
@@ -23,13 +24,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def s3_server(env: dict[str, str] | None = None, port: int | None = None) -> Iterator[str]:
+def s3_server(env: dict[str, str] | None = None, port: int | None = None,
+              log: Path | None = None) -> Iterator[str]:
     """Run a moto S3 server (with the environment ``env``, on ``port`` or a free one) until the
-    block ends; yields its endpoint URL."""
+    block ends; yields its endpoint URL. ``log``: the file its request log goes to (a line a
+    request, see :func:`requests_logged`)."""
     port = port or free_port()
+    out = log.open("wb") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env)
+                             str(port)], stdout=out, stderr=out, env=env)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -45,6 +48,13 @@ def s3_server(env: dict[str, str] | None = None, port: int | None = None) -> Ite
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        if log:
+            out.close()
+
+
+def requests_logged(log: Path) -> int:
+    """How many requests the server of :func:`s3_server` has logged to ``log`` so far."""
+    return log.read_text(errors="replace").count(' HTTP/1.1" ')
 
 
 def aws_env(endpoint: str) -> dict[str, str]:

@@ -3,8 +3,9 @@ workers run with ``spark-class``), for the cluster test and ``benchmarks/cluster
 
 Every process is started in a process group of its own (a worker's executors and their Python
 workers are its children) and :meth:`StandaloneCluster.stop` kills every group it started. The
-workers get no ``PYTHONPATH`` and run in a directory of their own, so executors find the
-project's code only where the driver ships it.
+workers get no ``PYTHONPATH`` and no AWS settings and run in a directory of their own, so
+executors find the project's code only where the driver ships it, and reach an object-store
+warehouse only with the settings the driver passes them.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class StandaloneCluster:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env = {k: v for k, v in os.environ.items()
+               if k != "PYTHONPATH" and not k.startswith("AWS_")}
         env.update(SPARK_HOME=str(SPARK_HOME), JAVA_HOME=self.java_home, SPARK_LOCAL_IP=LOOPBACK,
                    SPARK_NO_DAEMONIZE="1", SPARK_LOG_DIR=str(self.root / "logs"),
                    SPARK_WORKER_DIR=str(self.root / "work"),
@@ -135,7 +137,7 @@ class StandaloneCluster:
         self.stop()
 
 
-def cluster_env(url: str, warehouse: Path, **extra: str) -> dict[str, str]:
+def cluster_env(url: str, warehouse: Path | str, **extra: str) -> dict[str, str]:
     """The environment of a ``reprise`` driver on ``url``: loopback driver, and the project on
     the driver's own path only."""
     env = dict(os.environ)
