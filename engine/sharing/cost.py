@@ -8,8 +8,9 @@ Units of the planner's costs: reading one column of one row is 1; evaluating one
 operator or a pane's partial states is 1; one pane (or slice) emitted per key is 1 and merging
 one pane into one window is 1.
 
-The weights of :class:`StepWork` are microseconds per unit on the development machine, fitted
-to the shared benchmark's 32 queries timed one by one; only their ratios matter.
+The weights of :class:`StepWork` are microseconds per unit, fitted (least squares, CPU time)
+to the shared benchmark's 32 queries (``--variant derived``, 1M events, ten batches) timed one
+by one in a shared job; only their ratios matter.
 """
 
 from __future__ import annotations
@@ -23,13 +24,20 @@ from .view import PANE_KINDS, SharingView, WindowView
 
 #: A query's steps and files over a group of batches, whatever its rows.
 MEMBER_US = 35_000.0
-#: An event entering an operator (a window's late split and slice partials: once per pane
-#: group; any other operator's step).
+#: An event entering an operator (any operator's step but a time window's; also what the
+#: runner weighs a run's events by when it chooses where to run it).
 EVENT_US = 0.3
+#: A time window's late split and slice partials over a group of batches, whatever its rows,
+#: and per event entering it (once per pane group).
+PANES_US = 30_000.0
+PANE_EVENT_US = 0.15
 #: A window emitted: assembled from its slices, closed and written.
-WINDOW_US = 0.5
+WINDOW_US = 0.25
 #: A value written by a select (per row: its columns plus two).
-VALUE_US = 0.02
+VALUE_US = 0.01
+#: A derived column computed on an event (once per cluster and definition, on every event of
+#: the range; a ``lag`` and a ``CASE`` column of the shared benchmark measured alike).
+DERIVED_US = 0.03
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from ..operator import KeyedOperator
 from ..sharing import AggregateView, PaneGroup, SharingView, Statistics, WindowView
-from ..sharing.cost import EVENT_US, WINDOW_US, StepWork, windows_emitted
+from ..sharing.cost import (
+    EVENT_US,
+    PANE_EVENT_US,
+    PANES_US,
+    WINDOW_US,
+    StepWork,
+    windows_emitted,
+)
 from .pane_share import PaneShare, shareable_window
 from .spec import WindowSpec
 
@@ -40,6 +47,8 @@ def share_panes(group: PaneGroup, operators: dict[str, KeyedOperator]) -> dict[s
 
 
 def window_step_work(view: SharingView, rows: float, stats: Statistics) -> StepWork:
-    """A window's step: its events (a pane group's once), and the windows it emits."""
-    return StepWork(events=rows * EVENT_US,
-                    output=windows_emitted(view, rows, stats) * WINDOW_US)
+    """A window's step: its late split and slice partials (a pane group's once), and the
+    windows it emits."""
+    assert view.window is not None
+    events = PANES_US + rows * PANE_EVENT_US if view.window.kind == "time" else rows * EVENT_US
+    return StepWork(events=events, output=windows_emitted(view, rows, stats) * WINDOW_US)

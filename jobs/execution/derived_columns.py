@@ -82,12 +82,19 @@ class WorkerDerive:
         return exact_pandas(pa.concat_tables(tables))
 
 
-def with_constants(table: pa.Table, constants: Mapping[str, tuple[object, str]]) -> pa.Table:
-    """``table`` with each constant column (name -> (value, catalog type))."""
+def with_constants(table: pa.Table, constants: Mapping[str, tuple[object, str]],
+                   dictionary: bool = False) -> pa.Table:
+    """``table`` with each constant column (name -> (value, catalog type)); ``dictionary``: a
+    text constant dictionary-encoded (one value, a zero code per row), as a key column read
+    dictionary-encoded, so that it reaches pandas as a categorical column."""
     for name, (value, declared) in constants.items():
-        # (one value repeated in Arrow: a Python list of a million values takes a second)
-        table = table.append_column(name, pa.repeat(pa.scalar(value, COLUMN_TYPES[declared]),
-                                                    table.num_rows))
+        scalar = pa.scalar(value, COLUMN_TYPES[declared])
+        if dictionary and pa.types.is_string(scalar.type):
+            column = pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(table.num_rows, "int32")), pa.array([value], scalar.type))
+        else:  # (one value repeated in Arrow: a Python list of a million values takes a second)
+            column = pa.repeat(scalar, table.num_rows)
+        table = table.append_column(name, column)
     return table
 
 

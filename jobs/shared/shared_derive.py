@@ -47,9 +47,11 @@ class ClusterDerive:
                          ) | frozenset(self.aliases)
 
     def add_constants(self, table: pa.Table) -> pa.Table:
-        """The input ``table`` with the constant columns."""
+        """The input ``table`` with the constant columns (text dictionary-encoded: the constant
+        key of ``key: none`` is then coded, tested for nulls and bucketed as cheaply as a key
+        column read dictionary-encoded)."""
         return with_constants(table, {n: c for n, c in self.constants.items()
-                                      if n not in table.column_names})
+                                      if n not in table.column_names}, dictionary=True)
 
     def add_to(self, frame: pd.DataFrame, lo: int) -> pd.DataFrame:
         """``frame`` (every event of the range from arrival ``lo``, in arrival order) with the

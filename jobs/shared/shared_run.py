@@ -82,10 +82,12 @@ class Member:
 
     @property
     def shared(self) -> tuple[object, ...]:
-        """The objects whose work its part shares with other members (constants are added in
-        every part)."""
-        return tuple(s for s in (self.share, self.passing,
-                                 self.derive if self.computes else None) if s is not None)
+        """The objects whose work must be done once for all their members, in one part: its
+        pane group's panes and its cluster's computed derived columns (constants are added in
+        every part; a residual is evaluated once in each part that has members behind it, as
+        cheap as a few of its rows' writes, so it does not tie its members to one part)."""
+        return tuple(s for s in (self.share, self.derive if self.computes else None)
+                     if s is not None)
 
 
 def sharable(info: RunInfo, query: QuerySpec, recordings: dict[str, RecordingSpec]) -> bool:
@@ -210,9 +212,9 @@ def _stream(frame: pd.DataFrame, names: Mapping[str, str], time_column: str,
 def parts(members: list[Member], count: int,
           work: Callable[[list[Member]], float] = len) -> list[list[Member]]:
     """``members`` in at most ``count`` parts of about equal ``work`` (default: as many
-    members), one Spark task each, in member order; the members of one pane group, residual
-    filter or cluster's derived columns stay in one part (they share its work). The units,
-    heaviest first, each go to the lightest part so far."""
+    members), one Spark task each, in member order; the members of one pane group or of one
+    cluster's computed derived columns stay in one part (they share its work:
+    :attr:`Member.shared`). The units, heaviest first, each go to the lightest part so far."""
     units: list[list[Member]] = []
     unit_of: dict[int, int] = {}  # shared object -> its unit
     for m in members:

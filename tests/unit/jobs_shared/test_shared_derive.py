@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 from engine.operator import SEQ, exact_pandas
 from engine.predicate import parse_predicate
 from engine.sharing import SharingView
-from engine.sharing.derived import definitions, renamed, shared_columns, with_derived
+from engine.sharing.derived import (
+    SharedColumn,
+    definitions,
+    renamed,
+    shared_columns,
+    with_derived,
+)
 from jobs.execution.derived_columns import worker_derive
 from jobs.shared.shared_derive import cluster_derive
 
@@ -124,3 +130,19 @@ def test_a_cluster_computes_each_definition_once_as_each_query_alone(
             pd.testing.assert_series_equal(shared[c.stream].reset_index(drop=True),
                                            mine[c.name].reset_index(drop=True),
                                            check_names=False)
+
+
+def test_constant_columns_are_added_to_the_events_as_read_text_dictionary_encoded():
+    derive = cluster_derive([
+        SharedColumn("'all'", "string", None, "d1", ("__global",), ("g",)),
+        SharedColumn("7", "int", None, "d2", ("seven@d2",), ("s",))], COLUMNS, [])
+    assert derive is not None and derive.computed == 0
+    table = pa.table({"k": pa.array(["a", None, "b"]), "v": pa.array([1, 2, 3])})
+    added = derive.add_constants(table)
+    assert pa.types.is_dictionary(added.column("__global").type)
+    events = exact_pandas(added)
+    assert isinstance(events["__global"].dtype, pd.CategoricalDtype)
+    assert events["__global"].tolist() == ["all"] * 3
+    assert events["seven@d2"].tolist() == [7] * 3
+    assert not events["__global"].isna().any()
+    assert derive.add_constants(added).column_names == added.column_names  # (added once)

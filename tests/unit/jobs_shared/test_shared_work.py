@@ -14,7 +14,13 @@ import pytest
 from engine.predicate import TRUE, parse_predicate
 from engine.registry import family_of
 from engine.sharing import AggregateView, SharingView, Statistics, WindowView, plan_queries
-from engine.sharing.cost import EVENT_US, MEMBER_US, windows_emitted
+from engine.sharing.cost import (
+    DERIVED_US,
+    MEMBER_US,
+    PANE_EVENT_US,
+    PANES_US,
+    windows_emitted,
+)
 from jobs.shared.shared_work import work_of
 
 MINUTE = 60_000_000
@@ -41,8 +47,9 @@ def select(name: str, where: str) -> SharingView:
     return SharingView(name, frozenset({"k", "x"}), parse_predicate(where, COLUMNS))
 
 
-def member(name: str, share: object | None = None) -> SimpleNamespace:
-    return SimpleNamespace(name=name, share=share)
+def member(name: str, share: object | None = None, derive: object | None = None
+           ) -> SimpleNamespace:
+    return SimpleNamespace(name=name, share=share, derive=derive, computes=derive is not None)
 
 
 def test_a_pane_groups_events_are_counted_once(stats):
@@ -51,7 +58,7 @@ def test_a_pane_groups_events_are_counted_once(stats):
     panes = object()
     together = work([member("a", panes), member("b", panes)])
     apart = work([member("a")]) + work([member("b")])
-    assert together == pytest.approx(apart - stats.rows * EVENT_US)
+    assert together == pytest.approx(apart - PANES_US - stats.rows * PANE_EVENT_US)
 
 
 def test_a_select_weighs_the_rows_it_keeps(stats):
@@ -67,3 +74,14 @@ def test_a_sparse_window_emits_no_more_windows_than_its_events(stats):
     assert rows < every_window
     assert windows_emitted(sparse, rows, stats) == rows
     assert windows_emitted(window("dense"), stats.rows, stats) == pytest.approx(every_window)
+
+
+def test_a_clusters_derived_columns_are_counted_once_per_unit(stats):
+    plan = plan_queries([window("a"), window("b", size=5)], stats)
+    work = work_of(plan, dict.fromkeys(["a", "b"], family_of("window")))
+    derive = SimpleNamespace(computed=2)
+    plain = work([member("a")]) + work([member("b")])
+    assert work([member("a", derive=derive)]) == pytest.approx(
+        work([member("a")]) + 2 * stats.rows * DERIVED_US)
+    assert work([member("a", derive=derive), member("b", derive=derive)]) == pytest.approx(
+        plain + 2 * stats.rows * DERIVED_US)
