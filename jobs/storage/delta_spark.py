@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -12,6 +13,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
 from jobs.storage.base import (
     FILE_COLUMN,
@@ -25,9 +27,10 @@ from jobs.storage.base import (
     WriteMode,
     WriteResult,
     positioned,
+    unsupported_features,
     with_arrival,
 )
-from jobs.storage.delta_log import latest_version, live_adds, recent_commits
+from jobs.storage.delta_log import LoggedState, latest_version, logged_state, recent_commits
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
 
@@ -48,15 +51,36 @@ def _input_path(uri: str) -> str:
     return unquote(_plain(uri))
 
 
-def _logged_live(path: str, version: int) -> dict[str, dict] | None:
-    """The ``add`` actions of the data files live at ``version`` of the table at ``path``, by
-    local path, from its log entries (None when one is missing). A snapshot's ``inputFiles``
+def _logged(path: str, version: int) -> LoggedState | None:
+    """The state at ``version`` of the table at ``path`` from its log entries, its live files
+    by local path (None when an entry is missing). A snapshot's ``inputFiles`` or a read
     would reconstruct the table's state with a Spark job at every call."""
-    logged = live_adds(path, version)
-    if logged is None:
+    state = logged_state(path, version)
+    if state is None:
         return None
     root = _plain(path).rstrip("/")
-    return {(p if p.startswith("/") else f"{root}/{p}"): add for p, add in logged.items()}
+    return dataclasses.replace(state, live={(p if p.startswith("/") else f"{root}/{p}"): add
+                                            for p, add in state.live.items()})
+
+
+def _logged_live(path: str, version: int) -> dict[str, dict] | None:
+    """The ``add`` actions of the data files live at ``version``, by local path (see
+    :func:`_logged`)."""
+    state = _logged(path, version)
+    return None if state is None else state.live
+
+
+def _logged_schema(state: LoggedState | None) -> pa.Schema | None:
+    """The table schema ``state`` records, as Arrow types, when the table's rows are those of
+    its live Parquet files as they are (None otherwise: deletion vectors in use, column
+    mapping, nanosecond timestamps, partition columns, or no schema)."""
+    text = None if state is None else state.metadata.get("schemaString")
+    if text is None or state.metadata.get("partitionColumns") or unsupported_features(
+            "", set(state.protocol.get("readerFeatures") or ()),
+            state.metadata.get("configuration") or {},
+            sum(1 for add in state.live.values() if add.get("deletionVector"))):
+        return None
+    return to_arrow_schema(StructType.fromJson(json.loads(text)))
 
 
 def _logged_rows(path: str, add: dict) -> int:
@@ -88,9 +112,7 @@ class DeltaSparkStorage(DeltaStorage):
         return reader if version is None else reader.option("versionAsOf", version)
 
     def exists(self, path: str) -> bool:
-        from delta.tables import DeltaTable
-
-        return DeltaTable.isDeltaTable(self.spark, path)
+        return latest_version(path) is not None  # (one listing of the log, no JVM call)
 
     def version(self, path: str) -> int:
         latest = latest_version(path)  # (one listing of the log, no Spark job)
@@ -99,7 +121,10 @@ class DeltaSparkStorage(DeltaStorage):
         return latest
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
-        return to_arrow_schema(self._reader(version).load(path).schema)
+        schema = _logged_schema(_logged(path, self.version(path) if version is None
+                                        else version))
+        return to_arrow_schema(self._reader(version).load(path).schema) if schema is None \
+            else schema
 
     def read(self, path: str, version: int | None = None) -> DataFrame:
         return self._reader(version).load(path)
@@ -118,7 +143,18 @@ class DeltaSparkStorage(DeltaStorage):
                           .option("basePath", path).parquet(*paths), local_file_path())
 
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
-        return self.read(path, version).toArrow()
+        # The live files named by the log, read with pyarrow in the table's schema, as the
+        # delta-rs backend does (the tables Reprise reads have no deletion vectors or column
+        # mapping); a Spark read (a Spark job or two) only when a log entry is gone.
+        import pyarrow.parquet as pq
+
+        state = _logged(path, self.version(path) if version is None else version)
+        schema = _logged_schema(state)
+        if schema is None:
+            return self.read(path, version).toArrow()
+        if not state.live:
+            return schema.empty_table()
+        return pa.concat_tables(pq.read_table(p, schema=schema) for p in sorted(state.live))
 
     def live_files(self, path: str, version: int | None = None) -> list[LiveFile]:
         import os
