@@ -33,6 +33,7 @@ from jobs.storage.base import (
 from jobs.storage.delta_log import LoggedState, latest_version, logged_state, recent_commits
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
+from jobs.storage.staging import stage_table
 
 
 def local_file_path():
@@ -133,6 +134,15 @@ class DeltaSparkStorage(DeltaStorage):
                         files: Sequence[str] | None = None) -> DataFrame:
         # Delta's reader gives no ``_metadata.row_index``: the snapshot's Parquet files are read
         # as Parquet (the tables Reprise writes have no deletion vectors; see DELTA_CONF)
+        state = _logged(path, version)
+        if _logged_schema(state) is not None:  # (the log names the files: no Spark job)
+            schema = StructType.fromJson(json.loads(state.metadata["schemaString"]))
+            paths = sorted(state.live) if files is None else list(files)
+            if not paths:
+                return self.spark.createDataFrame([], schema).select(
+                    "*", F.lit("").alias(FILE_COLUMN), F.lit(0).cast("long").alias(ROW_COLUMN))
+            return positioned(self.spark.read.schema(with_arrival(schema))
+                              .option("basePath", path).parquet(*paths), local_file_path())
         snapshot = self.read(path, version)
         paths = (sorted(_input_path(u) for u in snapshot.inputFiles()) if files is None
                  else list(files))
@@ -187,6 +197,8 @@ class DeltaSparkStorage(DeltaStorage):
               metadata: Mapping[str, str] | None = None) -> WriteResult:
         if self.skip(path, txn):
             return WriteResult(version=None, skipped=True)
+        if isinstance(data, pa.Table) and predicate is None:
+            return self._write_arrow(data, path, mode=mode, txn=txn, metadata=metadata)
         # (an Arrow table from the driver is small: one file, in its row order, the arrival order)
         df = data if isinstance(data, DataFrame) else self.spark.createDataFrame(data).coalesce(1)
         writer = df.write.format("delta").mode(mode)
@@ -198,6 +210,18 @@ class DeltaSparkStorage(DeltaStorage):
             writer = writer.option("userMetadata", json.dumps(dict(metadata)))
         writer.save(path)
         return WriteResult(version=self.version(path))
+
+    def _write_arrow(self, table: pa.Table, path: str, *, mode: WriteMode, txn: Txn | None,
+                     metadata: Mapping[str, str] | None) -> WriteResult:
+        """An Arrow table from the driver (small) staged as one Parquet file in its row order
+        (the arrival order) and committed through Delta's transaction: no Spark job. Its
+        timestamps are stored in microseconds, as Spark's writer stores them."""
+        table = table.cast(pa.schema([f.with_type(pa.timestamp("us", f.type.tz))
+                                      if pa.types.is_timestamp(f.type) else f
+                                      for f in table.schema]), safe=False)
+        result = self.commit_files(path, [stage_table(self, path, table)], table.schema,
+                                   mode=mode, txn=txn, metadata=metadata)
+        return result if result.skipped else WriteResult(version=result.version)
 
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,
