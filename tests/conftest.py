@@ -141,17 +141,30 @@ def storage(spark):
 NO_JARS = "Delta jars not loaded (make jars; see jobs/runtime/delta_jars.py): delta-spark skipped"
 
 
+def _backend(spark, monkeypatch, name: str):
+    """The backend ``name`` (skipped visibly when it is delta-spark and the Delta jars did not
+    load); the commands and processes the test starts use it too."""
+    from jobs.runtime.spark_session import delta_jars_loadable
+    from jobs.storage import open_storage
+
+    if name == "delta-spark" and not delta_jars_loadable(spark):
+        pytest.skip(NO_JARS)
+    monkeypatch.setenv("REPRISE_DELTA_BACKEND", name)
+    return open_storage(spark, name)
+
+
 @pytest.fixture(params=["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_spark)])
 def backend_storage(request, spark, monkeypatch):
     """Each Delta backend in turn; the commands and processes the test starts use it too
     (``REPRISE_DELTA_BACKEND``)."""
-    from jobs.runtime.spark_session import delta_jars_loadable
-    from jobs.storage import open_storage
+    return _backend(spark, monkeypatch, request.param)
 
-    if request.param == "delta-spark" and not delta_jars_loadable(spark):
-        pytest.skip(NO_JARS)
-    monkeypatch.setenv("REPRISE_DELTA_BACKEND", request.param)
-    return open_storage(spark, request.param)
+
+@pytest.fixture
+def delta_spark_storage(spark, monkeypatch):
+    """The delta-spark backend alone (for a test's smaller delta-spark instance); the commands
+    and processes the test starts use it too."""
+    return _backend(spark, monkeypatch, "delta-spark")
 
 
 @pytest.fixture(scope="session")

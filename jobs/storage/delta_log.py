@@ -6,6 +6,7 @@ Both backends and the cleanup of staged files read the log through it."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -85,20 +86,33 @@ def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
     return None if found is None else {path: v for path, (v, _) in found[0].items()}
 
 
-def live_adds(table: str, version: int) -> dict[str, dict] | None:
-    """The ``add`` actions of the data files live at ``version`` of ``table``, by the path each
-    names (percent-decoded, relative to the table's root unless absolute), from its JSON log
-    entries ``0 .. version``; None when one of these entries is missing."""
+@dataclass(frozen=True)
+class LoggedState:
+    """A table's state at one version as its JSON log entries give it: the ``metaData`` and
+    ``protocol`` actions in force and the ``add`` actions of the live data files, by the path
+    each names (percent-decoded, relative to the table's root unless absolute)."""
+
+    metadata: dict
+    protocol: dict
+    live: dict[str, dict]
+
+
+def logged_state(table: str, version: int) -> LoggedState | None:
+    """The state of ``table`` at ``version`` from its JSON log entries ``0 .. version``; None
+    when one of these entries is missing."""
     actions = log_actions(table, 0, version)
     if actions is None:
         return None
+    found: dict[str, dict] = {"metaData": {}, "protocol": {}}
     live: dict[str, dict] = {}
     for _, action in actions:
         if "add" in action:
             live[unquote(action["add"]["path"])] = action["add"]
         elif "remove" in action:
             live.pop(unquote(action["remove"]["path"]), None)
-    return live
+        for kind in found.keys() & action.keys():
+            found[kind] = action[kind]
+    return LoggedState(found["metaData"], found["protocol"], live)
 
 
 def first_added(table: str, first: int, last: int) -> dict[str, int] | None:

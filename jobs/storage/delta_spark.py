@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -12,6 +13,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
 from jobs.storage.base import (
     FILE_COLUMN,
@@ -25,11 +27,13 @@ from jobs.storage.base import (
     WriteMode,
     WriteResult,
     positioned,
+    unsupported_features,
     with_arrival,
 )
-from jobs.storage.delta_log import latest_version, live_adds, recent_commits
+from jobs.storage.delta_log import LoggedState, latest_version, logged_state, recent_commits
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
+from jobs.storage.staging import stage_table
 
 
 def local_file_path():
@@ -48,15 +52,36 @@ def _input_path(uri: str) -> str:
     return unquote(_plain(uri))
 
 
-def _logged_live(path: str, version: int) -> dict[str, dict] | None:
-    """The ``add`` actions of the data files live at ``version`` of the table at ``path``, by
-    local path, from its log entries (None when one is missing). A snapshot's ``inputFiles``
+def _logged(path: str, version: int) -> LoggedState | None:
+    """The state at ``version`` of the table at ``path`` from its log entries, its live files
+    by local path (None when an entry is missing). A snapshot's ``inputFiles`` or a read
     would reconstruct the table's state with a Spark job at every call."""
-    logged = live_adds(path, version)
-    if logged is None:
+    state = logged_state(path, version)
+    if state is None:
         return None
     root = _plain(path).rstrip("/")
-    return {(p if p.startswith("/") else f"{root}/{p}"): add for p, add in logged.items()}
+    return dataclasses.replace(state, live={(p if p.startswith("/") else f"{root}/{p}"): add
+                                            for p, add in state.live.items()})
+
+
+def _logged_live(path: str, version: int) -> dict[str, dict] | None:
+    """The ``add`` actions of the data files live at ``version``, by local path (see
+    :func:`_logged`)."""
+    state = _logged(path, version)
+    return None if state is None else state.live
+
+
+def _logged_schema(state: LoggedState | None) -> pa.Schema | None:
+    """The table schema ``state`` records, as Arrow types, when the table's rows are those of
+    its live Parquet files as they are (None otherwise: deletion vectors in use, column
+    mapping, nanosecond timestamps, partition columns, or no schema)."""
+    text = None if state is None else state.metadata.get("schemaString")
+    if text is None or state.metadata.get("partitionColumns") or unsupported_features(
+            "", set(state.protocol.get("readerFeatures") or ()),
+            state.metadata.get("configuration") or {},
+            sum(1 for add in state.live.values() if add.get("deletionVector"))):
+        return None
+    return to_arrow_schema(StructType.fromJson(json.loads(text)))
 
 
 def _logged_rows(path: str, add: dict) -> int:
@@ -88,9 +113,7 @@ class DeltaSparkStorage(DeltaStorage):
         return reader if version is None else reader.option("versionAsOf", version)
 
     def exists(self, path: str) -> bool:
-        from delta.tables import DeltaTable
-
-        return DeltaTable.isDeltaTable(self.spark, path)
+        return latest_version(path) is not None  # (one listing of the log, no JVM call)
 
     def version(self, path: str) -> int:
         latest = latest_version(path)  # (one listing of the log, no Spark job)
@@ -99,7 +122,10 @@ class DeltaSparkStorage(DeltaStorage):
         return latest
 
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
-        return to_arrow_schema(self._reader(version).load(path).schema)
+        schema = _logged_schema(_logged(path, self.version(path) if version is None
+                                        else version))
+        return to_arrow_schema(self._reader(version).load(path).schema) if schema is None \
+            else schema
 
     def read(self, path: str, version: int | None = None) -> DataFrame:
         return self._reader(version).load(path)
@@ -108,6 +134,15 @@ class DeltaSparkStorage(DeltaStorage):
                         files: Sequence[str] | None = None) -> DataFrame:
         # Delta's reader gives no ``_metadata.row_index``: the snapshot's Parquet files are read
         # as Parquet (the tables Reprise writes have no deletion vectors; see DELTA_CONF)
+        state = _logged(path, version)
+        if _logged_schema(state) is not None:  # (the log names the files: no Spark job)
+            schema = StructType.fromJson(json.loads(state.metadata["schemaString"]))
+            paths = sorted(state.live) if files is None else list(files)
+            if not paths:
+                return self.spark.createDataFrame([], schema).select(
+                    "*", F.lit("").alias(FILE_COLUMN), F.lit(0).cast("long").alias(ROW_COLUMN))
+            return positioned(self.spark.read.schema(with_arrival(schema))
+                              .option("basePath", path).parquet(*paths), local_file_path())
         snapshot = self.read(path, version)
         paths = (sorted(_input_path(u) for u in snapshot.inputFiles()) if files is None
                  else list(files))
@@ -118,7 +153,18 @@ class DeltaSparkStorage(DeltaStorage):
                           .option("basePath", path).parquet(*paths), local_file_path())
 
     def read_arrow(self, path: str, version: int | None = None) -> pa.Table:
-        return self.read(path, version).toArrow()
+        # The live files named by the log, read with pyarrow in the table's schema, as the
+        # delta-rs backend does (the tables Reprise reads have no deletion vectors or column
+        # mapping); a Spark read (a Spark job or two) only when a log entry is gone.
+        import pyarrow.parquet as pq
+
+        state = _logged(path, self.version(path) if version is None else version)
+        schema = _logged_schema(state)
+        if schema is None:
+            return self.read(path, version).toArrow()
+        if not state.live:
+            return schema.empty_table()
+        return pa.concat_tables(pq.read_table(p, schema=schema) for p in sorted(state.live))
 
     def live_files(self, path: str, version: int | None = None) -> list[LiveFile]:
         import os
@@ -151,6 +197,8 @@ class DeltaSparkStorage(DeltaStorage):
               metadata: Mapping[str, str] | None = None) -> WriteResult:
         if self.skip(path, txn):
             return WriteResult(version=None, skipped=True)
+        if isinstance(data, pa.Table) and predicate is None:
+            return self._write_arrow(data, path, mode=mode, txn=txn, metadata=metadata)
         # (an Arrow table from the driver is small: one file, in its row order, the arrival order)
         df = data if isinstance(data, DataFrame) else self.spark.createDataFrame(data).coalesce(1)
         writer = df.write.format("delta").mode(mode)
@@ -162,6 +210,18 @@ class DeltaSparkStorage(DeltaStorage):
             writer = writer.option("userMetadata", json.dumps(dict(metadata)))
         writer.save(path)
         return WriteResult(version=self.version(path))
+
+    def _write_arrow(self, table: pa.Table, path: str, *, mode: WriteMode, txn: Txn | None,
+                     metadata: Mapping[str, str] | None) -> WriteResult:
+        """An Arrow table from the driver (small) staged as one Parquet file in its row order
+        (the arrival order) and committed through Delta's transaction: no Spark job. Its
+        timestamps are stored in microseconds, as Spark's writer stores them."""
+        table = table.cast(pa.schema([f.with_type(pa.timestamp("us", f.type.tz))
+                                      if pa.types.is_timestamp(f.type) else f
+                                      for f in table.schema]), safe=False)
+        result = self.commit_files(path, [stage_table(self, path, table)], table.schema,
+                                   mode=mode, txn=txn, metadata=metadata)
+        return result if result.skipped else WriteResult(version=result.version)
 
     def commit_files(self, path: str, files: Sequence[StagedFile], schema: pa.Schema, *,
                      mode: WriteMode = "append", txn: Txn | None = None,

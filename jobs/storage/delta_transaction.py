@@ -20,6 +20,7 @@ The classes used are those of the pinned Delta release (``jobs/runtime/delta_jar
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -38,6 +39,33 @@ from jobs.storage.log_entries import relative_path
 #: The arguments of Delta's ``DeltaOperations.Write`` after (mode, partitionBy, predicate,
 #: userMetadata), which keep their defaults (Delta 4.4 has five of them).
 WRITE_DEFAULTS = range(5, 10)
+#: Delta's package on the JVM.
+DELTA = "org.apache.spark.sql.delta"
+#: Scala's converters between Java and Scala collections.
+CONVERTERS = "scala.jdk.javaapi.CollectionConverters"
+
+
+@functools.lru_cache(maxsize=32)
+def _resolved(jvm, name: str):
+    """The JVM class, static member or Scala object (``Name$.MODULE$``) at the dotted ``name``,
+    looked up once per gateway (``jvm``): through py4j, each step of a name is a round trip to
+    the JVM, and a commit would otherwise make some sixty of them."""
+    holder = jvm
+    for part in name.split("."):
+        holder = getattr(holder, part)
+    return holder
+
+
+def _jvm_member(spark: SparkSession, name: str):
+    """:func:`_resolved` for the session's gateway."""
+    return _resolved(spark._jvm, name)
+
+
+@functools.lru_cache(maxsize=4)
+def _write_defaults(jvm) -> tuple:
+    """The default values of ``DeltaOperations.Write``'s arguments :data:`WRITE_DEFAULTS`."""
+    write = _resolved(jvm, f"{DELTA}.DeltaOperations.Write$.MODULE$")
+    return tuple(getattr(write, f"apply$default${i}")() for i in WRITE_DEFAULTS)
 
 
 def logged_path(path: str, root: str) -> str:
@@ -53,38 +81,33 @@ def committed_txn(spark: SparkSession, transaction, path: str, app_id: str) -> i
     if checksum.isDefined():
         known = checksum.get().setTransactions()
         if known.isDefined():
-            seen = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(known.get())
+            seen = _jvm_member(spark, CONVERTERS).asJava(known.get())
             return next((int(t.version()) for t in seen if t.appId() == app_id), None)
     return logged_txn_version(path, app_id)
 
 
 def _seq(spark: SparkSession, items: list):
     """A Scala immutable Seq of the JVM objects ``items``."""
-    jvm = spark._jvm
-    listed = jvm.java.util.ArrayList()
+    listed = _jvm_member(spark, "java.util.ArrayList")()
     for item in items:
         listed.add(item)
-    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(listed).toList()
+    return _jvm_member(spark, CONVERTERS).asScala(listed).toList()
 
 
 def _module(spark: SparkSession, name: str):
-    """The Scala object ``name`` of Delta's package (e.g. ``actions.Action``)."""
-    holder = spark._jvm.org.apache.spark.sql.delta
-    *packages, last = name.split(".")
-    for package in packages:
-        holder = getattr(holder, package)
-    return getattr(getattr(holder, f"{last}$"), "MODULE$")
+    """The Scala object ``name`` of Delta's package (e.g. ``actions.Action``; a nested object
+    as ``DeltaOperations.Write``)."""
+    return _jvm_member(spark, f"{DELTA}.{name}$.MODULE$")
 
 
 def _operation(spark: SparkSession, mode: WriteMode, metadata: Mapping[str, str] | None):
     """Delta's ``WRITE`` operation in ``mode``, with ``metadata`` as its user metadata."""
-    jvm = spark._jvm
     write = _module(spark, "DeltaOperations.Write")
-    save_mode = jvm.org.apache.spark.sql.SaveMode.valueOf(mode.capitalize())
-    nothing = jvm.scala.Option.empty()
-    user = jvm.scala.Option.apply(json.dumps(dict(metadata))) if metadata else nothing
-    defaults = [getattr(write, f"apply$default${i}")() for i in WRITE_DEFAULTS]
-    return write.apply(save_mode, nothing, nothing, user, *defaults)
+    save_mode = _jvm_member(spark, "org.apache.spark.sql.SaveMode").valueOf(mode.capitalize())
+    option = _jvm_member(spark, "scala.Option")
+    nothing = option.empty()
+    user = option.apply(json.dumps(dict(metadata))) if metadata else nothing
+    return write.apply(save_mode, nothing, nothing, user, *_write_defaults(spark._jvm))
 
 
 def _new_table_metadata(spark: SparkSession, schema: StructType, now_ms: int):
@@ -130,7 +153,7 @@ def commit_staged(spark: SparkSession, path: str, files: Sequence[StagedFile],
 def _commit(spark: SparkSession, path: str, files: Sequence[StagedFile], schema: StructType, *,
             mode: WriteMode, txn: Txn | None, metadata: Mapping[str, str] | None,
             remove: Sequence[str]) -> int | None:
-    delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog
+    delta_log = _jvm_member(spark, f"{DELTA}.DeltaLog")
     transaction = delta_log.forTable(spark._jsparkSession, path).startTransaction()
     now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
     action = _module(spark, "actions.Action")
@@ -146,8 +169,7 @@ def _commit(spark: SparkSession, path: str, files: Sequence[StagedFile], schema:
             transaction.readWholeTable()  # (a concurrent commit makes this one fail)
         _check_schema(path, transaction, schema)
         if mode == "overwrite":
-            live = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(
-                transaction.filterFiles())
+            live = _jvm_member(spark, CONVERTERS).asJava(transaction.filterFiles())
             actions += [f.remove() for f in live]
     actions += [action.fromJson(json.dumps({"add": {
         "path": logged_path(f.path, root), "partitionValues": {}, "size": f.size,

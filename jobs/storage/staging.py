@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.storage import DeltaStorage, StagedFile, file_stats
+from jobs.storage.base import DeltaStorage, StagedFile
+from jobs.storage.file_stats import file_stats
 from jobs.storage.locations import filesystem, is_remote
 
 

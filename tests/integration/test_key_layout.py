@@ -16,7 +16,7 @@ import pytest
 from helpers import events_table, small_catalog, write_commits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_continuation import assert_same_as_fresh
+from test_continuation import assert_same_as_fresh, rows
 from test_replay import output_rows
 from test_select_replay import GLOBAL, SELECT
 from typer.testing import CliRunner
@@ -101,11 +101,16 @@ def test_generate_writes_the_layout_and_keeps_the_arrival_order(spark, backend_s
     assert [f.rows for f in files] == [1000, 1000]  # (the replaced files are gone)
 
 
-@pytest.mark.delta_spark_slow
-@pytest.mark.parametrize("buckets", [2, 8, 32])
+#: A parameter whose delta-spark leg runs with the slow tests (tests/conftest.py).
+DELTA_SPARK_SLOW = pytest.mark.delta_spark_slow
+
+
+@pytest.mark.parametrize("buckets", [pytest.param(2, marks=DELTA_SPARK_SLOW), 8,
+                                     pytest.param(32, marks=DELTA_SPARK_SLOW)])
 def test_bucket_tasks_read_the_range_once_in_the_layout(spark, backend_storage, buckets):
     """Input bytes the tasks read (``run.json``'s ``input_bytes``) are the range's bytes within
-    10 % whatever the bucket count; without the layout every task reads the whole range."""
+    10 % whatever the bucket count; without the layout every task reads the whole range (the
+    delta-spark leg runs with 8 buckets, and with all three among the slow tests)."""
     storage = backend_storage  # (each backend in turn)
     replay = make_replay(spark, storage, many_keys(6000, 500, seed=buckets), commits=3)
     replay.engine = "spark"
@@ -136,16 +141,11 @@ def replay_info(replay: Replay, run_id: str):
     return read_run(replay.warehouse, run_id)
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
-@given(n=st.integers(1, 150), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
-       cuts=st.lists(st.integers(0, 150), max_size=4), buckets=st.sampled_from([1, 2, 3, 8]))
-@pytest.mark.delta_spark_slow
-@pytest.mark.parametrize("exchange", ["direct", "spark"])
-def test_outputs_are_the_same_with_and_without_the_layout(spark, backend_storage, exchange, n,
-                                                          commits, seed, cuts, buckets):
-    """Every family, a random batch plan, Spark tasks: a replay of the recording in the layout
-    (``optimize``) writes the tables a replay of it without the layout wrote."""
-    storage = backend_storage  # (each backend in turn)
+def assert_layout_keeps_outputs(spark, storage, exchange: str, n: int, commits: int, seed: int,
+                                cuts: list[int], buckets: int) -> None:
+    """Every family, the batch plan ``cuts``, Spark tasks: a replay of ``n`` events in
+    ``commits`` commits in the layout (``optimize``) writes the tables a replay of them without
+    the layout wrote."""
     replay = make_replay(spark, storage, many_keys(n, 30, seed), commits)
     replay.engine = "spark"
     replay = with_settings(replay, exchange=exchange, buckets=buckets)
@@ -159,10 +159,31 @@ def test_outputs_are_the_same_with_and_without_the_layout(spark, backend_storage
     for query in QUERIES:
         replay.run(replay.prepare(query, plan=plan, run_id=f"{query}-laid"))
         for table in ("output", "late", "quarantine"):
-            from test_continuation import rows
-
             assert rows(replay, f"{query}-laid", table) == rows(replay, f"{query}-plain",
                                                                   table), (query, table)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(1, 150), commits=st.integers(1, 3), seed=st.integers(0, 10_000),
+       cuts=st.lists(st.integers(0, 150), max_size=4), buckets=st.sampled_from([1, 2, 3, 8]))
+@pytest.mark.delta_spark_slow
+@pytest.mark.parametrize("exchange", ["direct", "spark"])
+def test_outputs_are_the_same_with_and_without_the_layout(spark, backend_storage, exchange, n,
+                                                          commits, seed, cuts, buckets):
+    """Random recordings, batch plans and bucket counts (see
+    :func:`assert_layout_keeps_outputs`; the delta-spark legs run with the slow tests, the next
+    test is their instance in every run)."""
+    assert_layout_keeps_outputs(spark, backend_storage, exchange, n, commits, seed, cuts,
+                                buckets)
+
+
+@pytest.mark.delta_spark
+def test_outputs_are_the_same_with_and_without_the_layout_on_delta_spark(spark,
+                                                                         delta_spark_storage):
+    """One instance of the law above on delta-spark: three commits, three batches of uneven
+    size, three buckets, the direct exchange."""
+    assert_layout_keeps_outputs(spark, delta_spark_storage, "direct", n=120, commits=3, seed=5,
+                                cuts=[40, 95], buckets=3)
 
 
 @pytest.mark.parametrize("query", ["ev_w", "ev_q"])

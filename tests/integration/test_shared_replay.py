@@ -79,26 +79,43 @@ def assert_same_runs(shared: Replay, alone: Replay, run_ids: list[str]) -> None:
                 == alone.manifest(run_id).to_pandas()[counts].values.tolist())
 
 
-@pytest.mark.delta_spark_slow
-def test_shared_replay_equals_standalone_runs_and_reference(spark, backend_storage):
-    storage = backend_storage  # (each backend in turn)
-    shared, alone, catalog = setup(spark, storage, 240, seed=7)
-    names = [*QUERIES, "ev_q"]
+def shared_runs_equal_standalone_and_reference(spark, storage, names: list[str], rows: int,
+                                               plan: str) -> None:
+    """``names`` replayed as one shared run over ``rows`` events give each query the tables of
+    its standalone run, which validate against the reference and reconcile."""
+    shared, alone, catalog = setup(spark, storage, rows, seed=7)
     runner = SharedReplay(shared)
-    infos = runner.prepare(names, plan="rows:23")
-    plan, on_own = runner.plan(infos)
-    assert plan is not None and on_own == []
+    infos = runner.prepare(names, plan=plan)
+    shared_plan, on_own = runner.plan(infos)
+    assert shared_plan is not None and on_own == []
     runner.run(infos)
     for name in names:
-        info = alone.prepare(name, plan="rows:23")
-        alone.run(info)
+        alone.run(alone.prepare(name, plan=plan))
     run_ids = [i.run_id for i in infos]
-    assert run_ids == [alone.prepare(n, plan="rows:23").run_id for n in names]
+    assert run_ids == [alone.prepare(n, plan=plan).run_id for n in names]
     assert_same_runs(shared, alone, run_ids)
     for run_id in run_ids:
         report = validate_run(shared, catalog, run_id)
         assert report.ok, (run_id, report.diff, report.late_mismatch)
         assert reconcile_run(shared, run_id).ok
+
+
+@pytest.mark.delta_spark_slow
+def test_shared_replay_equals_standalone_runs_and_reference(spark, backend_storage):
+    """Every query of the file and a QRE query, 240 events in eleven batches (the delta-spark
+    leg runs with the slow tests; the next test is its smaller instance)."""
+    shared_runs_equal_standalone_and_reference(spark, backend_storage, [*QUERIES, "ev_q"], 240,
+                                               "rows:23")
+
+
+@pytest.mark.delta_spark
+def test_a_shared_replay_on_delta_spark_equals_standalone_runs_and_reference(
+        spark, delta_spark_storage):
+    """The shared replay above on delta-spark, smaller: a select, a sliding window, a pane
+    group of two windows and a QRE query, 120 events in four batches."""
+    shared_runs_equal_standalone_and_reference(
+        spark, delta_spark_storage, ["sel_ab", "win_s", "win_t", "pane_s", "ev_q"], 120,
+        "rows:37")
 
 
 def test_a_shared_replay_on_an_s3_warehouse_equals_standalone_runs(spark, storage,
@@ -242,16 +259,11 @@ def test_a_killed_shared_run_resumes_to_the_uninterrupted_result(spark, backend_
 
 
 @pytest.mark.delta_spark
-def test_a_shared_run_killed_on_delta_rs_resumes_on_delta_spark(spark):
+def test_a_shared_run_killed_on_delta_rs_resumes_on_delta_spark(spark, delta_spark_storage):
     """The resume finds the killed attempt's commits by their metadata, which delta-rs lays out
     beside the commit's own fields (it took the group's state version for none and resumed the
     windows from an empty state: a window's row twice)."""
-    from jobs.runtime.spark_session import delta_jars_loadable
-    from jobs.storage import open_storage
-
-    if not delta_jars_loadable(spark):
-        pytest.skip("Delta jars not loaded (make jars; see jobs/runtime/delta_jars.py)")
-    killed_then_resumed(spark, open_storage(spark, "delta-spark"), "delta-rs")
+    killed_then_resumed(spark, delta_spark_storage, "delta-rs")
 
 
 def test_a_run_whose_manifest_does_not_advance_stops_the_shared_run(spark, storage, monkeypatch):
