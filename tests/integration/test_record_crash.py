@@ -15,3 +15,12 @@ def test_record_killed_anywhere_is_all_or_nothing_and_completes_once(tmp_path: P
     assert [rc for kill, rc in log if kill.startswith("c")] == [-signal.SIGKILL] * len(aimed)
     assert sum(rc == -signal.SIGKILL for _, rc in log) >= 10
     assert any(kill[0] in "mw" for kill, _ in log)  # random instants too
+
+
+def test_record_on_delta_spark_killed_at_each_commit_boundary_is_all_or_nothing(
+        tmp_path: Path, delta_spark_storage) -> None:
+    # (the aimed kills only: each run starts a JVM with the Delta jars)
+    aimed = [kill for _, plan in AIMED for kill in plan]
+    log = campaign(tmp_path, kills=len(aimed), seed=11, rows=60, say=lambda _: None,
+                   backend="delta-spark")
+    assert [rc for kill, rc in log if kill.startswith("c")] == [-signal.SIGKILL] * len(aimed)

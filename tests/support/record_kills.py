@@ -3,6 +3,7 @@
 The campaign (20 kills unless told otherwise), one line per run::
 
     PYTHONPATH=. python tests/support/record_kills.py [--kills 20] [--seed 1] [--dir DIR]
+        [--backend delta-rs|delta-spark]
 
 After every run, killed or not, the recording and its quarantine (as
 ``jobs.recordings.commits.quarantine_rows`` reads it) either both hold a round's rows or both
@@ -54,17 +55,28 @@ def _kill_in(ms: float) -> None:
 
 
 def kill_on_commits(kill: str | None) -> dict[str, float]:
-    """Wrap the delta-rs storage's commit methods in this process: ``cK`` kills after the K-th
+    """Wrap the storage backends' commit methods in this process: ``cK`` kills after the K-th
     commit (K = 0: as the first one starts), ``wMS`` MS ms after the first commit starts (other
     kinds: no kill). Returns the counters, filled as commits go: ``commits``, ``first`` (when
     the first started) and ``last`` (when the last ended), in ``time.perf_counter`` seconds."""
     from jobs.storage.delta_rs import DeltaRsStorage
+    from jobs.storage.delta_spark import DeltaSparkStorage
 
     mode, amount = (kill[0], float(kill[1:])) if kill else ("", 0.0)
     seen = {"commits": 0, "first": 0.0, "last": 0.0}
+    inside = threading.local()
 
     def counted(method: Callable) -> Callable:
         def commit(self, *args, **kwargs):
+            if getattr(inside, "commit", False):  # (delta-spark's write commits its files)
+                return method(self, *args, **kwargs)
+            inside.commit = True
+            try:
+                return outermost(self, *args, **kwargs)
+            finally:
+                inside.commit = False
+
+        def outermost(self, *args, **kwargs):
             if not seen["first"]:
                 seen["first"] = time.perf_counter()
                 if mode == "w":
@@ -79,8 +91,9 @@ def kill_on_commits(kill: str | None) -> dict[str, float]:
             return result
         return commit
 
-    DeltaRsStorage.write = counted(DeltaRsStorage.write)
-    DeltaRsStorage.commit_files = counted(DeltaRsStorage.commit_files)
+    for backend in (DeltaRsStorage, DeltaSparkStorage):
+        backend.write = counted(backend.write)
+        backend.commit_files = counted(backend.commit_files)
     return seen
 
 
@@ -204,14 +217,15 @@ def check(warehouse: Path, before: Round, now: Round) -> bool:
     return has_good and bool(now.good)
 
 
-def run_record(files: list[Path], warehouse: Path, kill: str | None) -> tuple[int, str]:
-    """``reprise record`` through the harness; (return code, stderr)."""
+def run_record(files: list[Path], warehouse: Path, kill: str | None,
+               backend: str = "delta-rs") -> tuple[int, str]:
+    """``reprise record`` through the harness, on ``backend``; (return code, stderr)."""
     how = [] if kill is None else ["--kill", kill]
     args = ["record", NAME, *map(str, files), "--warehouse", str(warehouse),
             "--catalog", str(ROOT / "schemas")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "REPRISE_DELTA_BACKEND": "delta-rs"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REPRISE_DELTA_BACKEND": backend}
     proc = subprocess.run([sys.executable, __file__, "run", *how, "--", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)
+                          env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stderr
 
 
@@ -222,8 +236,10 @@ AIMED = [(False, ["c0", "c1", "c2", "c3"]), (False, ["c1", "c1"]), (True, ["c0",
 
 
 def campaign(folder: Path, kills: int, seed: int, rows: int = 300,
-             say: Callable[[str], None] = print) -> list[tuple[str, int]]:
-    """Run the campaign until ``kills`` runs died by SIGKILL; returns (kill, return code)."""
+             say: Callable[[str], None] = print, backend: str = "delta-rs"
+             ) -> list[tuple[str, int]]:
+    """Run the campaign (``reprise record`` on ``backend``) until ``kills`` runs died by
+    SIGKILL; returns (kill, return code)."""
     rng = random.Random(seed)
     warehouse, before = folder / "warehouse", Round([])
     log: list[tuple[str, int]] = []
@@ -236,7 +252,7 @@ def campaign(folder: Path, kills: int, seed: int, rows: int = 300,
                                   f"w{rng.uniform(0, took['writing'] * 1000):.1f}"]
         now = make_round(folder / f"round{number}", number, rows, clean)
         for kill in [*plan, None]:
-            rc, err = run_record(now.files, warehouse, kill)
+            rc, err = run_record(now.files, warehouse, kill, backend)
             assert rc in (0, -signal.SIGKILL), err
             if TOOK in err:
                 took = json.loads(err.split(TOOK)[1].splitlines()[0])
@@ -249,7 +265,7 @@ def campaign(folder: Path, kills: int, seed: int, rows: int = 300,
                 break
         _, view, stored = table_state(warehouse)
         assert view == stored, "an orphaned quarantine commit outlived a completed record"
-        rc, err = run_record(now.files, warehouse, None)  # again: every file is skipped
+        rc, err = run_record(now.files, warehouse, None, backend)  # again: all skipped
         assert rc == 0, err
         before = Round([], before.good + now.good, before.bad + now.bad)
         ids, view, _ = table_state(warehouse)
@@ -266,11 +282,12 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dir", type=Path, help="work directory (default: a new temporary one)")
+    parser.add_argument("--backend", default="delta-rs", choices=["delta-rs", "delta-spark"])
     ns = parser.parse_args()
     import tempfile
 
     folder = ns.dir or Path(tempfile.mkdtemp(prefix="record_kills_"))
-    log = campaign(folder, ns.kills, ns.seed)
+    log = campaign(folder, ns.kills, ns.seed, backend=ns.backend)
     print(f"{sum(rc != 0 for _, rc in log)} kills in {len(log)} runs: every one all or nothing, "
           f"every round recorded exactly once ({folder})")
 
