@@ -11,8 +11,10 @@ processes at a few points)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_pipeline_continue_crash import chain_runs
 from test_pipeline_fusion import manifest_rows, table_rows
@@ -31,27 +33,40 @@ class SimulatedCrash(Exception):
     """The replay's process dies at a storage commit (raised by :func:`crash_at`)."""
 
 
-def crash_at(storage: DeltaStorage, k: int, after: bool) -> dict[str, int]:
+@dataclass
+class Commits:
+    """The table commits a storage object made (see :func:`crash_at`)."""
+
+    count: int = 0
+    #: Nesting of the commit methods (a write that commits through ``commit_files``).
+    depth: int = 0
+    #: The table the crash interrupted (``<run>/<table>``), once it came.
+    crashed: str = ""
+
+
+def crash_at(storage: DeltaStorage, k: int, after: bool) -> Commits:
     """Count this storage object's table commits (``write`` and ``commit_files``; a write
     that commits through ``commit_files`` counts once) and raise :class:`SimulatedCrash` at
     the ``k``-th (1-based; 0: never), before it lands or, with ``after``, once it has landed.
     Returns the counter, filled as commits go."""
-    seen = {"commits": 0, "depth": 0}
+    seen = Commits()
 
     def counted(method: Callable) -> Callable:
-        def commit(*args, **kwargs):
-            outermost = seen["depth"] == 0
-            if outermost and not after and seen["commits"] + 1 == k:
-                raise SimulatedCrash(f"before commit {k}")
-            seen["depth"] += 1
+        def commit(path: str, *args, **kwargs):
+            outermost = seen.depth == 0
+            if outermost and seen.count + 1 == k:
+                seen.crashed = "/".join(Path(path).parts[-2:])
+                if not after:
+                    raise SimulatedCrash(f"before commit {k} ({seen.crashed})")
+            seen.depth += 1
             try:
-                result = method(*args, **kwargs)
+                result = method(path, *args, **kwargs)
             finally:
-                seen["depth"] -= 1
+                seen.depth -= 1
             if outermost:
-                seen["commits"] += 1
-                if after and seen["commits"] == k:
-                    raise SimulatedCrash(f"after commit {k}")
+                seen.count += 1
+                if after and seen.count == k:
+                    raise SimulatedCrash(f"after commit {k} ({seen.crashed})")
             return result
         return commit
 
@@ -61,7 +76,7 @@ def crash_at(storage: DeltaStorage, k: int, after: bool) -> dict[str, int]:
 
 
 def replayed(spark, seed: int, events: int, stage: str, plan: str, k: int = 0,
-             after: bool = False) -> tuple[Replay, dict[str, int]]:
+             after: bool = False) -> tuple[Replay, Commits]:
     """A new warehouse with the chain's recording (``seed``, ``events``), replayed up to
     ``stage`` under ``plan`` by a storage object crashing at commit ``k`` (0: never);
     returns the replay and the commit counter."""
@@ -81,9 +96,11 @@ def test_a_chain_crashed_at_any_commit_resumes_to_the_uninterrupted_result(
         spark, seed, events, rows, stage, after, data):
     plan = f"rows:{rows}"
     whole, counted = replayed(spark, seed, events, stage, plan)
-    k = data.draw(st.integers(1, counted["commits"]), label="crash at commit")
+    k = data.draw(st.integers(1, counted.count), label="crash at commit")
     dying, seen = replayed(spark, seed, events, stage, plan, k, after)
-    assert seen["commits"] == k - (not after)  # the crash came where it was drawn
+    assert seen.count == k - (not after) and seen.crashed  # it came where it was drawn
+    run, table = seen.crashed.split("/")
+    event(f"crash {'after' if after else 'before'} a commit of {run.split('-v')[0]}/{table}")
     # a new process: a fresh storage object and replay over the crashed warehouse
     resumed = Replay(spark, open_storage(spark, "delta-rs"), dying.warehouse, dying.catalog,
                      engine="driver")
