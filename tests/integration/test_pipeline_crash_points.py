@@ -51,16 +51,16 @@ def crash_at(storage: DeltaStorage, k: int, after: bool) -> Commits:
     Returns the counter, filled as commits go."""
     seen = Commits()
 
-    def counted(method: Callable) -> Callable:
-        def commit(path: str, *args, **kwargs):
+    def counted(method: Callable, where: int) -> Callable:
+        def commit(*args, **kwargs):
             outermost = seen.depth == 0
             if outermost and seen.count + 1 == k:
-                seen.crashed = "/".join(Path(path).parts[-2:])
+                seen.crashed = "/".join(Path(kwargs.get("path", args[where])).parts[-2:])
                 if not after:
                     raise SimulatedCrash(f"before commit {k} ({seen.crashed})")
             seen.depth += 1
             try:
-                result = method(path, *args, **kwargs)
+                result = method(*args, **kwargs)
             finally:
                 seen.depth -= 1
             if outermost:
@@ -70,17 +70,19 @@ def crash_at(storage: DeltaStorage, k: int, after: bool) -> Commits:
             return result
         return commit
 
-    for name in ("write", "commit_files"):
-        setattr(storage, name, counted(getattr(storage, name)))
+    # (the table's path: ``write(data, path, ...)``, ``commit_files(path, ...)``)
+    for name, where in (("write", 1), ("commit_files", 0)):
+        setattr(storage, name, counted(getattr(storage, name), where))
     return seen
 
 
-def replayed(spark, seed: int, events: int, stage: str, plan: str, k: int = 0,
+def replayed(spark, seed: int, events: int, stage: str, plan: str, per_job: int, k: int = 0,
              after: bool = False) -> tuple[Replay, Commits]:
     """A new warehouse with the chain's recording (``seed``, ``events``), replayed up to
-    ``stage`` under ``plan`` by a storage object crashing at commit ``k`` (0: never);
-    returns the replay and the commit counter."""
+    ``stage`` under ``plan`` in jobs of ``per_job`` batches by a storage object crashing at
+    commit ``k`` (0: never); returns the replay and the commit counter."""
     replay = chain_replay(spark, open_storage(spark, "delta-rs"), seed, events, 3, "driver")
+    replay.batches_per_job = per_job
     seen = crash_at(replay.storage, k, after)
     try:
         replay.run(replay.prepare(stage, plan=plan))
@@ -90,20 +92,21 @@ def replayed(spark, seed: int, events: int, stage: str, plan: str, k: int = 0,
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 2**16), events=st.integers(60, 300), rows=st.integers(5, 120),
-       stage=st.sampled_from(STAGES), after=st.booleans(), data=st.data())
+@given(seed=st.integers(0, 2**16), events=st.integers(60, 300), rows=st.integers(10, 120),
+       per_job=st.integers(1, 4), stage=st.sampled_from(STAGES), after=st.booleans(),
+       data=st.data())
 def test_a_chain_crashed_at_any_commit_resumes_to_the_uninterrupted_result(
-        spark, seed, events, rows, stage, after, data):
+        spark, seed, events, rows, per_job, stage, after, data):
     plan = f"rows:{rows}"
-    whole, counted = replayed(spark, seed, events, stage, plan)
+    whole, counted = replayed(spark, seed, events, stage, plan, per_job)
     k = data.draw(st.integers(1, counted.count), label="crash at commit")
-    dying, seen = replayed(spark, seed, events, stage, plan, k, after)
+    dying, seen = replayed(spark, seed, events, stage, plan, per_job, k, after)
     assert seen.count == k - (not after) and seen.crashed  # it came where it was drawn
     run, table = seen.crashed.split("/")
     event(f"crash {'after' if after else 'before'} a commit of {run.split('-v')[0]}/{table}")
     # a new process: a fresh storage object and replay over the crashed warehouse
     resumed = Replay(spark, open_storage(spark, "delta-rs"), dying.warehouse, dying.catalog,
-                     engine="driver")
+                     engine="driver", batches_per_job=per_job)  # (the same settings)
     info = resumed.prepare(stage, plan=plan)
     resumed.run(info)
     runs = chain_runs(resumed, info)
