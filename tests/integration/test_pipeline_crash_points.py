@@ -1,0 +1,121 @@
+"""Pipeline replays interrupted at any storage commit: for random recordings, batch plans,
+chains of two or three stages and crash points (the k-th table commit of the chain's replay,
+counting every commit of every stage, the crash before or after that commit lands), a replay
+of the last stage by a new process (a fresh ``Replay`` and storage object) resumes every
+stage's run to the uninterrupted result (tables, arrival numbers and manifests), and each
+resumed run validates against its own reference and the composed reference over the
+recording. The crash is simulated in-process (:class:`SimulatedCrash`): the warehouse is left
+as a kill at that commit boundary leaves it (``test_pipeline_continue_crash.py`` kills real
+processes at a few points)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from test_pipeline_continue_crash import chain_runs
+from test_pipeline_fusion import manifest_rows, table_rows
+from test_pipeline_replay import chain_replay
+
+from jobs.runs.replay import Replay
+from jobs.runs.validate import validate_run
+from jobs.storage import open_storage
+from jobs.storage.base import DeltaStorage
+
+#: Stage -> its chain: window -> QRE, window -> window, window -> QRE -> select.
+STAGES = ("ev_w_alert", "ev_w_max", "ev_w_alerts")
+
+
+class SimulatedCrash(Exception):
+    """The replay's process dies at a storage commit (raised by :func:`crash_at`)."""
+
+
+@dataclass
+class Commits:
+    """The table commits a storage object made (see :func:`crash_at`)."""
+
+    count: int = 0
+    #: Nesting of the commit methods (a write that commits through ``commit_files``).
+    depth: int = 0
+    #: The table the crash interrupted (``<run>/<table>``), once it came.
+    crashed: str = ""
+
+
+def crash_at(storage: DeltaStorage, k: int, after: bool) -> Commits:
+    """Count this storage object's table commits (``write`` and ``commit_files``; a write
+    that commits through ``commit_files`` counts once) and raise :class:`SimulatedCrash` at
+    the ``k``-th (1-based; 0: never), before it lands or, with ``after``, once it has landed.
+    Returns the counter, filled as commits go."""
+    seen = Commits()
+
+    def counted(method: Callable, where: int) -> Callable:
+        def commit(*args, **kwargs):
+            outermost = seen.depth == 0
+            if outermost and seen.count + 1 == k:
+                seen.crashed = "/".join(Path(kwargs.get("path", args[where])).parts[-2:])
+                if not after:
+                    raise SimulatedCrash(f"before commit {k} ({seen.crashed})")
+            seen.depth += 1
+            try:
+                result = method(*args, **kwargs)
+            finally:
+                seen.depth -= 1
+            if outermost:
+                seen.count += 1
+                if after and seen.count == k:
+                    raise SimulatedCrash(f"after commit {k} ({seen.crashed})")
+            return result
+        return commit
+
+    # (the table's path: ``write(data, path, ...)``, ``commit_files(path, ...)``)
+    for name, where in (("write", 1), ("commit_files", 0)):
+        setattr(storage, name, counted(getattr(storage, name), where))
+    return seen
+
+
+def replayed(spark, seed: int, events: int, stage: str, plan: str, per_job: int, k: int = 0,
+             after: bool = False) -> tuple[Replay, Commits]:
+    """A new warehouse with the chain's recording (``seed``, ``events``), replayed up to
+    ``stage`` under ``plan`` in jobs of ``per_job`` batches by a storage object crashing at
+    commit ``k`` (0: never); returns the replay and the commit counter."""
+    replay = chain_replay(spark, open_storage(spark, "delta-rs"), seed, events, 3, "driver")
+    replay.batches_per_job = per_job
+    seen = crash_at(replay.storage, k, after)
+    try:
+        replay.run(replay.prepare(stage, plan=plan))
+    except SimulatedCrash:
+        assert k, "a crash with no crash point"
+    return replay, seen
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**16), events=st.integers(60, 300), rows=st.integers(10, 120),
+       per_job=st.integers(1, 4), stage=st.sampled_from(STAGES), after=st.booleans(),
+       data=st.data())
+def test_a_chain_crashed_at_any_commit_resumes_to_the_uninterrupted_result(
+        spark, seed, events, rows, per_job, stage, after, data):
+    plan = f"rows:{rows}"
+    whole, counted = replayed(spark, seed, events, stage, plan, per_job)
+    k = data.draw(st.integers(1, counted.count), label="crash at commit")
+    dying, seen = replayed(spark, seed, events, stage, plan, per_job, k, after)
+    assert seen.count == k - (not after) and seen.crashed  # it came where it was drawn
+    run, table = seen.crashed.split("/")
+    event(f"crash {'after' if after else 'before'} a commit of {run.split('-v')[0]}/{table}")
+    # a new process: a fresh storage object and replay over the crashed warehouse
+    resumed = Replay(spark, open_storage(spark, "delta-rs"), dying.warehouse, dying.catalog,
+                     engine="driver", batches_per_job=per_job)  # (the same settings)
+    info = resumed.prepare(stage, plan=plan)
+    resumed.run(info)
+    runs = chain_runs(resumed, info)
+    assert len(runs) == (3 if stage == "ev_w_alerts" else 2)
+    assert runs == chain_runs(whole, whole.prepare(stage, plan=plan))  # (pinned ids: equal)
+    for run_id in runs:
+        for table in ("output", "late", "quarantine"):
+            assert table_rows(resumed, run_id, table) == table_rows(whole, run_id, table), \
+                (run_id, table, k, after)
+        assert manifest_rows(resumed, run_id) == manifest_rows(whole, run_id), (run_id, k)
+        report = validate_run(resumed, resumed.catalog, run_id)
+        assert report.ok, (run_id, report.diff, report.late_mismatch, report.chain)
