@@ -108,3 +108,63 @@ def test_an_spj_replay_and_a_pipeline_on_s3_equal_their_references(spark, storag
         assert report.ok, (query, report.diff, report.late_mismatch)
     merged = replay.warehouse.run_table(replay.prepare("ads_campaign_counts").run_id, "input")
     assert merged.startswith(s3_warehouse.root) and storage.exists(merged)
+
+
+def test_record_plan_analyze_follow_continue_and_gc_on_s3(tmp_path, s3_warehouse):
+    # (the commands a user runs after `generate` and `replay`, each on the bucket, as a user would)
+    from deltalake import DeltaTable
+
+    wh = s3_warehouse.root
+    recording = f"{wh}/recordings/vitals"
+
+    def ok(*args: str) -> str:
+        done = reprise(tmp_path, wh, *args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        assert SECRET_KEY not in done.stdout + done.stderr
+        return done.stdout
+
+    def rows_added(version: int) -> int:
+        table = DeltaTable(recording)
+        assert table.version() == version
+        before = DeltaTable(recording, version=version - 1).to_pyarrow_table().num_rows
+        return table.to_pyarrow_table().num_rows - before
+
+    def segments(run_id: str) -> int:
+        line = next(line for line in ok("runs").splitlines() if f" {run_id} " in line)
+        return int(line.split("│")[-3].split()[0])  # ("2 (last: segment 1: ...)")
+
+    ok("generate", "vitals", "--keys", "5", "--events", "300", "--commits", "2")
+    planned = ok("plan", "vitals_hr_1m", "vitals_tachy_count")
+    assert "cluster 0: vitals_hr_1m, vitals_tachy_count" in planned
+    assert "rows read" in planned and "shared vs" in planned
+    analyzed = ok("analyze", "--query", "ads_campaign_counts")
+    assert analyzed.startswith("bounded") and '"a.ad_id"' in analyzed
+    assert '"c.campaign_id"' in analyzed
+    ok("replay", "vitals_hr_1m", "--run-id", "r1", "--engine", "driver")
+
+    csv = tmp_path.parent / f"{tmp_path.name}-rows.csv"
+    csv.write_text("patient_id,ts,heart_rate,spo2\np1,2024-01-01T00:00:00,80,97\n"
+                   "p2,2024-01-01T00:00:01,90,95\np1,2024-01-01T00:00:05,101,96\n")
+    assert "3 rows, 3 fit, 0 quarantined" in ok("record", "vitals", str(csv))
+    assert rows_added(2) == 3
+    followed = ok("follow", "vitals_hr_1m", "--max-segments", "1", "--every", "1s")
+    assert "r1:" in followed and segments("r1") == 2, followed
+
+    jsonl = tmp_path.parent / f"{tmp_path.name}-rows.jsonl"
+    jsonl.write_text('{"patient_id": "p3", "ts": "2024-01-01T00:10:00", "heart_rate": 70, '
+                     '"spo2": 99}\n{"patient_id": "p3", "ts": "2024-01-01T00:10:09", '
+                     '"heart_rate": 72, "spo2": 98}\n')
+    ok("record", "vitals", str(jsonl))
+    assert rows_added(3) == 2
+    ok("replay", "vitals_hr_1m", "--continue", "--engine", "driver")
+    assert segments("r1") == 3
+
+    ok("replay", "vitals_hr_1m", "--run-id", "r2", "--engine", "driver")
+    assert "removed r1" in ok("gc")
+    bucket, prefix = wh[len("s3://"):].split("/", 1)
+    left = s3_client().list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/runs/")["Contents"]
+    assert not [o for o in left if o["Key"].startswith(f"{prefix}/runs/r1/")]
+    assert any(o["Key"].startswith(f"{prefix}/runs/r2/") for o in left)
+    assert segments("r2") == 1
+    csv.unlink()
+    jsonl.unlink()
