@@ -5,6 +5,7 @@ one ``error:`` line before Spark starts, and the secret key is never printed."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,40 @@ def test_record_plan_analyze_follow_continue_and_gc_on_s3(tmp_path, s3_warehouse
     assert segments("r2") == 1
     csv.unlink()
     jsonl.unlink()
+
+
+def test_a_spark_replay_on_s3_leaves_the_secret_in_no_log_and_no_object(tmp_path, s3_warehouse):
+    # (the executors' settings as on a cluster, spark.executorEnv.AWS_*: Spark's event log holds
+    # its conf, redacted; the JVM's own log, the output, run.json and the Delta log entries in the
+    # bucket never hold the secret)
+    from jobs.runtime.jvm_stderr import jvm_log_path
+
+    wh = s3_warehouse.root
+    events = tmp_path.parent / f"{tmp_path.name}-events"
+    events.mkdir()
+    jvm_log = jvm_log_path()
+    jvm_start = jvm_log.stat().st_size if jvm_log.exists() else 0
+    conf = (f"spark.eventLog.enabled=true;spark.eventLog.compress=false;"
+            f"spark.eventLog.dir=file://{events};"
+            f"spark.executorEnv.AWS_SECRET_ACCESS_KEY={SECRET_KEY}")
+    outputs = [reprise(tmp_path, wh, "generate", "vitals", "--keys", "5", "--events", "300"),
+               reprise(tmp_path, wh, "replay", "vitals_hr_1m", "--run-id", "r1", "--engine",
+                       "spark", REPRISE_SPARK_CONF=conf, REPRISE_VERBOSE="1")]
+    assert all(done.returncode == 0 for done in outputs), outputs[-1].stderr
+    logs = {"stdout and stderr": "".join(d.stdout + d.stderr for d in outputs)}
+    if jvm_log.exists():
+        with jvm_log.open(errors="replace") as f:
+            f.seek(jvm_start)
+            logs["jvm log"] = f.read()
+    logs["event log"] = "".join(path.read_text(errors="replace")
+                                for path in events.rglob("*") if path.is_file())
+    assert "spark.executorEnv.AWS_SECRET_ACCESS_KEY" in logs["event log"]  # (there, redacted)
+    bucket, prefix = wh[len("s3://"):].split("/", 1)
+    client = s3_client()
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert f"{prefix}/runs/r1/run.json" in keys
+    for key in keys:
+        logs[key] = client.get_object(Bucket=bucket, Key=key)["Body"].read().decode(
+            errors="replace")
+    assert not [where for where, text in logs.items() if SECRET_KEY in text]
+    shutil.rmtree(events)
