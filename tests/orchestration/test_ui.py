@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,16 +67,19 @@ def graphql(port: int, query: str, variables: dict | None = None) -> dict:
         return json.loads(response.read())["data"]
 
 
-@pytest.fixture
-def webserver(storage, catalog, warehouse, tmp_path):
-    """dagster-webserver on 127.0.0.1 in its own process group, killed after the test."""
+@contextmanager
+def running_webserver(storage, catalog, warehouse, tmp_path, env: dict[str, str] | None = None
+                      ) -> Iterator[int]:
+    """dagster-webserver on 127.0.0.1 (over a vitals recording generated in ``warehouse``) in its
+    own process group, killed after the block; yields its port."""
     generate_recording(storage, warehouse, catalog, "vitals", keys=5, events=2_000, seed=2,
                        commits=2)
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "REPRISE_WAREHOUSE": str(warehouse.root)}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "REPRISE_WAREHOUSE": str(warehouse.root),
+           **(env or {})}
     log = (tmp_path / "webserver.log").open("w")
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "dagster-webserver"), "-w", "workspace.yaml",
@@ -95,6 +100,13 @@ def webserver(storage, catalog, warehouse, tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)  # its children ignore SIGTERM (docs/guide/dagster.md)
         proc.wait()
         log.close()
+
+
+@pytest.fixture
+def webserver(storage, catalog, warehouse, tmp_path):
+    """:func:`running_webserver` on the test's local warehouse."""
+    with running_webserver(storage, catalog, warehouse, tmp_path) as port:
+        yield port
 
 
 def replay_checks(port: int) -> dict[str, str | None]:
@@ -159,3 +171,36 @@ def test_asset_graph_in_browser_and_run_launched_over_graphql(webserver, tmp_pat
     assert shot.stat().st_size > 10_000
     if os.environ.get("REPRISE_SCREENSHOT_DIR"):
         shutil.copy(shot, Path(os.environ["REPRISE_SCREENSHOT_DIR"]) / "ui-asset-graph.png")
+
+
+def test_a_run_launched_over_graphql_on_an_s3_warehouse_logs_no_secret(storage, catalog,
+                                                                        s3_warehouse, tmp_path):
+    # (`make ui` on a warehouse in a bucket: the webserver's code location and the run it
+    # launches read REPRISE_WAREHOUSE=s3://... and the AWS settings from the environment)
+    from dagster import DagsterInstance
+    from s3_server import SECRET_KEY
+
+    from jobs.storage.filesystems import s3_client
+
+    with running_webserver(storage, catalog, s3_warehouse, tmp_path) as port:
+        checks = sorted(replay_checks(port))
+        assert launch_and_wait(port, checks) == "SUCCESS"
+        assert replay_checks(port) == dict.fromkeys(checks, "SUCCEEDED")
+    logs = {"webserver log": (tmp_path / "webserver.log").read_text(errors="replace")}
+    home = tmp_path / "dagster_home"
+    with DagsterInstance.from_config(str(home)) as instance:  # the event log, through its API
+        (run,) = instance.get_runs()
+        logs["run"] = repr(run)
+        logs["event log"] = "\n".join(repr(entry) for entry in instance.all_logs(run.run_id))
+    assert "ASSET_MATERIALIZATION" in logs["event log"]
+    for path in home.rglob("*"):  # its files as they are: databases, compute logs
+        if path.is_file():
+            logs[str(path)] = path.read_bytes().decode(errors="replace")
+    bucket, prefix = s3_warehouse.root[len("s3://"):].split("/", 1)
+    client = s3_client()
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert any(key.startswith(f"{prefix}/runs/") and key.endswith("/run.json") for key in keys)
+    for key in keys:  # run.json, the Delta log entries' commit metadata, the data
+        logs[key] = client.get_object(Bucket=bucket, Key=key)["Body"].read().decode(
+            errors="replace")
+    assert not [where for where, text in logs.items() if SECRET_KEY in text]
