@@ -4,7 +4,8 @@
 Each partition is one file, named by the partition's number first so that the files' order by
 name is the partitions' order (as Spark names its own). A retried task writes a file of another
 name; only the files of the attempts Spark keeps are committed, and the others are removed as
-unreferenced files (:mod:`jobs.storage.orphans`).
+unreferenced files (:mod:`jobs.storage.orphans`). A local directory gets Spark's own writer
+(:func:`stage_dataframe`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from jobs.storage.base import StagedFile
 from jobs.storage.file_stats import file_stats
-from jobs.storage.locations import filesystem
+from jobs.storage.locations import filesystem, is_remote
 
 _WRITTEN = "path string, size long, rows long, stats string"
 
@@ -47,3 +48,16 @@ def write_files(df: DataFrame, directory: str) -> list[StagedFile]:
     written = df.mapInArrow(partial(_write_partition, directory), _WRITTEN).collect()
     return [StagedFile(path=r.path, size=r.size, num_records=r.rows, stats=r.stats)
             for r in sorted(written, key=lambda r: r.path)]
+
+
+def stage_dataframe(df: DataFrame, directory: str) -> list[StagedFile]:
+    """Write ``df`` as Parquet files under ``directory`` (a new local directory, or a URI: see
+    :func:`write_files`) for a commit; the staged files in partition order."""
+    if is_remote(directory):
+        return write_files(df, directory)
+    df.write.mode("error").parquet(directory)
+    fs, inner = filesystem(directory)
+    written = sorted((i for i in fs.get_file_info(pa.fs.FileSelector(inner))
+                      if i.path.endswith(".parquet")), key=lambda i: i.path)
+    return [StagedFile(path=i.path, size=i.size, num_records=rows, stats=stats)
+            for i in written for rows, stats in [file_stats(i.path)]]

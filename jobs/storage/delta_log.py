@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 from jobs.storage.locations import (
     file_exists,
     filesystem,
-    is_remote,
     logged_file,
     names,
     table_root,
@@ -146,17 +145,6 @@ def recent_commits(table: str, latest: int, limit: int) -> list[dict] | None:
     return [commits[v] for v in sorted(commits, reverse=True)]
 
 
-def log_history(handle, table: str, limit: int | None) -> list[dict]:
-    """The history of ``table`` (newest first, the newest ``limit`` commits when given) as the
-    delta-rs ``handle`` on it (at its latest version) gives it: of a local table with a limit,
-    from those versions' log entries only (:func:`recent_commits`)."""
-    if limit is not None and not is_remote(table):
-        recent = recent_commits(table, handle.version(), limit)
-        if recent is not None:
-            return recent
-    return handle.history(limit)
-
-
 def changes(table: str, version: int, latest: int) -> tuple[set[str], set[str]] | None:
     """The data files (paths under the table's root) the commits of versions ``version+1 ..
     latest`` of ``table`` add and remove; None when one of these log entries is missing."""
@@ -182,11 +170,11 @@ def _checkpoint(fs: pa.fs.FileSystem, inner: str, kinds: set[str]) -> pa.Table:
     return pq.read_table(inner, filesystem=fs, columns=sorted(columns))
 
 
-def newest_entry(table: str) -> int | None:
+def newest_entry(table: str, known: int | None = None) -> int | None:
     """The version of the table's newest JSON log entry (None when it has none), found by
-    trying the versions after its last checkpoint in turn: no listing of the log, which gains
-    files with every commit."""
-    version = last_checkpoint(table)
+    trying the versions after ``known`` (one whose entry exists; default: the last
+    checkpoint's) in turn: no listing of the log, which gains files with every commit."""
+    version = last_checkpoint(table) if known is None else known
     if version is None:
         if not entry_exists(table, 0):
             return None

@@ -33,8 +33,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+import jobs.storage.delta_log as delta_log
 from jobs.storage.arrow_reads import read_files
-from jobs.storage.arrow_writes import write_files
+from jobs.storage.arrow_writes import stage_dataframe
 from jobs.storage.base import (
     FILE_COLUMN,
     ROW_COLUMN,
@@ -52,9 +53,8 @@ from jobs.storage.base import (
     unsupported_features,
     with_arrival,
 )
-from jobs.storage.delta_log import entry_exists, first_added, last_checkpoint, log_dir, log_history
-from jobs.storage.file_stats import file_stats
-from jobs.storage.locations import filesystem, is_remote, local_path
+from jobs.storage.delta_log import entry_exists, first_added, last_checkpoint, log_dir
+from jobs.storage.locations import is_remote, local_path
 from jobs.storage.log_entries import (
     CHECKPOINT_INTERVAL,
     PLAIN_PATH,
@@ -79,10 +79,8 @@ def _file_paths(dt: DeltaTable) -> list[str]:
 
 
 #: How many versions past the one it was opened at a table's handle is brought up to date before
-#: it is opened again (from the table's latest checkpoint): delta-rs 1.6 updates a handle more
-#: slowly with every version it has read since it was opened (see
-#: :meth:`DeltaRsStorage.checkpoint`), and the handle of a table another process writes (the
-#: recording a ``follow`` reads) is otherwise never opened again.
+#: it is opened again (from the latest checkpoint; delta-rs 1.6 updates a handle more slowly with
+#: every version it has read since it was opened, see :meth:`DeltaRsStorage.checkpoint`).
 REOPEN_AFTER = 100
 
 
@@ -103,8 +101,9 @@ class DeltaRsStorage(DeltaStorage):
     #: table (no handle needed). The handle reads them when next brought up to date
     #: (:meth:`_current`); commits and :meth:`version` need not.
     _appended: dict[str, Appends] = field(init=False, default_factory=dict, repr=False)
-    #: The version each handle of ``_latest`` was opened at (see :data:`REOPEN_AFTER`).
-    _opened: dict[str, int] = field(init=False, default_factory=dict, repr=False)
+    #: Per handle of ``_latest``: the version it was opened at (see :data:`REOPEN_AFTER`), its
+    #: table's :func:`table_made` then, and the newest version :meth:`version` found since.
+    _opened: dict[str, tuple] = field(init=False, default_factory=dict, repr=False)
 
     def _current(self, path: str) -> DeltaTable | None:
         """The table at ``path`` at its latest version, or None when there is no table."""
@@ -113,7 +112,7 @@ class DeltaRsStorage(DeltaStorage):
         # (a handle whose version's log entry is gone belongs to a table deleted and made again:
         # it is opened afresh below)
         if dt is not None and entry_exists(root, dt.version()) and (
-                dt.version() - self._opened.get(root, 0) < REOPEN_AFTER):
+                dt.version() - self._opened.get(root, (0, None))[0] < REOPEN_AFTER):
             if entry_exists(root, dt.version() + 1):  # another writer committed since
                 try:
                     dt.update_incremental()
@@ -123,7 +122,7 @@ class DeltaRsStorage(DeltaStorage):
         if not DeltaTable.is_deltatable(root):
             return None
         self._latest[root] = dt = self._table(root)
-        self._opened[root] = dt.version()
+        self._opened[root] = (dt.version(), table_made(root), dt.version())
         return dt
 
     def _table(self, path: str, version: int | None = None) -> DeltaTable:
@@ -175,9 +174,17 @@ class DeltaRsStorage(DeltaStorage):
         return DeltaTable.is_deltatable(root)
 
     def version(self, path: str) -> int:
-        head = self._head(local_path(path).rstrip("/"))
+        root = local_path(path).rstrip("/")
+        head, dt = self._head(root), self._latest.get(root)
         if head is not None:
             return head.version
+        opened = self._opened.get(root, (0, None, 0))
+        if dt is not None and opened[1] is not None and opened[1] == table_made(root):
+            # the handle's table, written by another process (a recording a follow reads): its
+            # newest log entry, without bringing the handle's snapshot up to date
+            newest = delta_log.newest_entry(root, max(dt.version(), opened[2]))
+            self._opened[root] = (*opened[:2], newest)
+            return newest
         dt = self._current(path)
         if dt is None:
             raise StorageError(f"no Delta table at {path}")
@@ -291,19 +298,7 @@ class DeltaRsStorage(DeltaStorage):
 
     def _write_spark(self, df: DataFrame, path: str, *, mode: WriteMode, txn: Txn | None,
                      metadata: Mapping[str, str] | None) -> WriteResult:
-        target = self.staging_dir(path, uuid.uuid4().hex)  # not an operator: names only
-        if is_remote(target):  # (the executors write through pyarrow: no hadoop-aws)
-            return self.commit_files(path, write_files(df, target), to_arrow_schema(df.schema),
-                                     mode=mode, txn=txn, metadata=metadata)
-        df.write.mode("error").parquet(target)
-        staged = []
-        fs, directory = filesystem(target)
-        written = fs.get_file_info(pa.fs.FileSelector(directory))
-        for info in sorted((i for i in written if i.path.endswith(".parquet")),
-                           key=lambda i: i.path):
-            rows, stats = file_stats(info.path)
-            staged.append(StagedFile(path=info.path, size=info.size, num_records=rows,
-                                     stats=stats))
+        staged = stage_dataframe(df, self.staging_dir(path, uuid.uuid4().hex))  # (names only)
         return self.commit_files(path, staged, to_arrow_schema(df.schema), mode=mode, txn=txn,
                                  metadata=metadata)
 
@@ -447,4 +442,7 @@ class DeltaRsStorage(DeltaStorage):
         return (self._current(path) or self._table(path)).transaction_version(app_id)
 
     def history(self, path: str, limit: int | None = None) -> list[dict]:
-        return log_history(self._current(path) or self._table(path), path, limit)
+        if limit is not None and not is_remote(path) and (  # (delta-rs reads every log entry)
+                recent := delta_log.recent_commits(path, self.version(path), limit)) is not None:
+            return recent
+        return (self._current(path) or self._table(path)).history(limit)
