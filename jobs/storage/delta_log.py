@@ -247,14 +247,6 @@ def txn_version(table: str, app_id: str) -> int | None:
     return max(versions, default=None)
 
 
-def latest_version(table: str) -> int | None:
-    """The newest version of ``table`` (its newest JSON log entry or checkpoint), from one
-    listing of the log; None when it has none."""
-    versions = [int(name[:20]) for name in log_names(table)
-                if _is_entry(name) or _is_checkpoint(name)]
-    return max(versions, default=None)
-
-
 def last_checkpoint(table: str) -> int | None:
     """The version of the table's last checkpoint (from ``_last_checkpoint``), if any."""
     fs, inner = filesystem(f"{log_dir(table)}/_last_checkpoint")

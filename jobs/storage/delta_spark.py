@@ -30,7 +30,7 @@ from jobs.storage.base import (
     unsupported_features,
     with_arrival,
 )
-from jobs.storage.delta_log import LoggedState, latest_version, logged_state, recent_commits
+from jobs.storage.delta_log import LoggedState, logged_state, newest_entry, recent_commits
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
 from jobs.storage.staging import stage_table
@@ -113,10 +113,10 @@ class DeltaSparkStorage(DeltaStorage):
         return reader if version is None else reader.option("versionAsOf", version)
 
     def exists(self, path: str) -> bool:
-        return latest_version(path) is not None  # (one listing of the log, no JVM call)
+        return newest_entry(path) is not None  # (no listing of the log, no JVM call)
 
     def version(self, path: str) -> int:
-        latest = latest_version(path)  # (one listing of the log, no Spark job)
+        latest = newest_entry(path)  # (no listing of the log, no Spark job)
         if latest is None:
             raise StorageError(f"no Delta table at {path}")
         return latest
