@@ -10,15 +10,18 @@ from __future__ import annotations
 import itertools
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_pipeline_continue_crash import chain_runs
 from test_pipeline_replay import chain_replay, pipeline_catalog
 
 from jobs.runs.pipeline_fusion import chain_plan
-from jobs.runs.pipeline_stage import stage_over, upstream_run
+from jobs.runs.pipeline_stage import stage_over
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
+from jobs.storage import open_storage
 
 MANIFEST = ("batch", "kind", "seq_lo", "seq_hi", "rows_in", "rows_out", "late", "quarantined")
 
@@ -54,14 +57,6 @@ def separate(replay: Replay, stage: str, plan: str) -> tuple[str, ...]:
     return tuple(runs)
 
 
-def fused_chain(replay: Replay, stage_run: str) -> tuple[str, ...]:
-    """The run ids of a replayed chain, from the stage's run back to the first query's."""
-    runs = [stage_run]
-    while (before := upstream_run(replay, read_run(replay.warehouse, runs[0]))) is not None:
-        runs.insert(0, before)
-    return tuple(runs)
-
-
 def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, ...]) -> None:
     for mine, theirs in zip(fused, apart, strict=True):
         for table in ("output", "late", "quarantine"):
@@ -88,7 +83,7 @@ def test_a_fused_chain_equals_the_separate_path_for_random_plans(spark, storage,
     chain = [read_run(replay.warehouse, r) for r in fused_chain_ids(replay, info)]
     assert all(c.fused_with == b.run_id for b, c in itertools.pairwise(chain))
     replay.run(info)
-    fused = fused_chain(replay, info.run_id)
+    fused = tuple(chain_runs(replay, info))
     assert len(fused) == len(replay.context(stage).query.chain)
     assert_same_runs(replay, fused, separate(replay, stage, plan))
     assert table_rows(replay, info.run_id, "output") or stage != "ev_w_max"
@@ -110,7 +105,7 @@ def test_a_fused_chain_on_spark_validates_and_is_reused(spark, storage):
     info = replay.prepare("ev_w_alerts", plan="rows:90")
     assert info.fused_with
     replay.run(info)
-    runs = fused_chain(replay, info.run_id)
+    runs = tuple(chain_runs(replay, info))
     assert len(runs) == 3
     for run_id in runs:
         report = validate_run(replay, replay.catalog, run_id)
@@ -124,6 +119,57 @@ def test_a_fused_chain_on_spark_validates_and_is_reused(spark, storage):
     assert again.run_id == info.run_id and not again.fused_with
     other = replay.prepare("ev_w_max", plan="rows:90")
     assert not other.fused_with
+
+
+class StageCrash(Exception):
+    """The replay's process dies at a commit into a run's tables (see :func:`crash_in`)."""
+
+
+def crash_in(storage, run_id: str, k: int) -> None:
+    """Make ``storage`` raise :class:`StageCrash` before its ``k``-th table commit (1-based)
+    into the tables of run ``run_id``."""
+    seen = [0]
+
+    def counted(method, where: int):
+        def commit(*args, **kwargs):
+            if f"/{run_id}/" in str(kwargs.get("path", args[where])):
+                seen[0] += 1
+                if seen[0] == k:
+                    raise StageCrash(f"commit {k} into run {run_id}")
+            return method(*args, **kwargs)
+        return commit
+
+    for name, where in (("write", 1), ("commit_files", 0)):
+        setattr(storage, name, counted(getattr(storage, name), where))
+
+
+def test_a_crashed_fused_chain_is_finished_stage_by_stage(spark):
+    """A 3-stage fused chain killed in its last stage's run: replaying the middle stage alone
+    finishes the first two runs (fused); replaying the last stage then steps it over the
+    middle run's recorded input; every run equals the separate path and validates."""
+    plan = "rows:30"
+    replay = chain_replay(spark, open_storage(spark, "delta-rs"), 11, 300, 3, "driver")
+    replay.batches_per_job = 2
+    info = replay.prepare("ev_w_alerts", plan=plan)
+    chain = fused_chain_ids(replay, info)
+    crash_in(replay.storage, chain[2], 7)
+    with pytest.raises(StageCrash):
+        replay.run(info)
+    assert 0 < replay.manifest(chain[2]).num_rows < replay.manifest(chain[1]).num_rows
+    # a new process replays the middle stage alone, then the last one
+    resumed = Replay(spark, open_storage(spark, "delta-rs"), replay.warehouse, replay.catalog,
+                     engine="driver", batches_per_job=2)
+    middle = resumed.prepare("ev_w_alert", plan=plan)
+    assert (middle.run_id, middle.fused_with) == (chain[1], chain[0])
+    resumed.run(middle)
+    last = resumed.prepare("ev_w_alerts", plan=plan)
+    assert (last.run_id, last.fused_with) == (chain[2], chain[1])
+    resumed.run(last)
+    assert tuple(chain_runs(resumed, last)) == tuple(chain)
+    assert_same_runs(resumed, tuple(chain), separate(resumed, "ev_w_alerts", plan))
+    for run_id in chain:
+        report = validate_run(resumed, resumed.catalog, run_id)
+        assert report.ok, (run_id, report.diff, report.late_mismatch, report.chain)
 
 
 def test_plan_shows_which_stages_are_fused(tmp_path):
