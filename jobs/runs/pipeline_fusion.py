@@ -343,8 +343,9 @@ def chain_plan_text(plan: dict) -> list[str]:
     for number, stage in enumerate(plan["stages"], 1):
         reads = f"{stage['reads_kind']} {stage['reads']}"
         how = ("" if stage["reads_kind"] == "recording" else
-               "; fused: runs in its upstream's jobs, batch by batch over the output rows "
-               "its tasks hand back (while its upstream's run is not complete)"
+               "; fused: runs in the jobs of the chain's first stage, batch by batch over "
+               "its upstream's output rows as they are made (while its upstream's run is not "
+               "complete)"
                if stage["fused_with_upstream"] else
                "; not fused: runs after its upstream's run, over its own run's input table")
         lines.append(f"  {number}. {stage['query']} ({stage['kind']}) reads {reads}, key "
