@@ -55,21 +55,22 @@ def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
     return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
 
 
-def stage_events(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted: pa.Table,
-                 first_seq: int) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
-    """The stage's plan for the group (its batches' arrival ranges, its flush after the
-    upstream's), its events (the upstream's ``emitted`` rows of the group in emission order,
-    numbered from ``first_seq``, as the direct exchange hands a run its input's events) and
-    their key buckets."""
+def stage_events(feed: tuple[int, ...], flush: int | None, stage: StepPlan, query: QuerySpec,
+                 emitted: pa.Table, first_seq: int) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
+    """The stage's plan for the group (a batch per upstream batch ``feed`` of the group, with
+    its arrival range; then its own end-of-input flush ``flush``, if the group has it), its
+    events (the upstream's ``emitted`` rows of the group in emission order, numbered from
+    ``first_seq``, as the direct exchange hands a run its input's events) and their key
+    buckets."""
     ids, counts = np.unique(emitted.column("batch").to_numpy(), return_counts=True)
     emitted_of = dict(zip(ids.tolist(), counts.tolist(), strict=True))
     batches, seq = [], first_seq
-    for batch, _, _ in upstream.batches:
+    for batch in feed:
         batches.append((batch, seq, seq + emitted_of.get(batch, 0)))
         seq += emitted_of.get(batch, 0)
-    if upstream.finish:  # the stage's own flush after the upstream's
-        batches.append((upstream.batches[-1][0] + 1, seq, seq))
-    plan = replace(stage, batches=tuple(batches), finish=upstream.finish)
+    if flush is not None:  # the stage's own flush after the upstream's
+        batches.append((flush, seq, seq))
+    plan = replace(stage, batches=tuple(batches), finish=flush is not None)
     rows = stream_rows(query, emitted)
     times = rows.column(stage.time_column).cast(pa.timestamp("us")).cast(pa.int64())
     numbers = pa.array(np.arange(first_seq, first_seq + rows.num_rows, dtype="int64"))
@@ -131,11 +132,18 @@ def group_output(plan: StepPlan, tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(found) if found else plain(plan.schemas["output"].empty_table())
 
 
-def stage_part(upstream: StepPlan, stage: StepPlan, query: QuerySpec, emitted: pa.Table,
-               first_seq: int) -> pd.DataFrame:
-    """Step the stage over the upstream's output rows of the group (``emitted``), every key
-    at once; its file rows. ``first_seq``: the stage's cut point of the group's first
-    batch."""
-    plan, events, keys = stage_events(upstream, stage, query, emitted, first_seq)
+def stage_part(feed: tuple[int, ...], flush: int | None, stage: StepPlan, query: QuerySpec,
+               emitted: pa.Table, first_seq: int, sink: list[pa.Table] | None = None
+               ) -> pd.DataFrame:
+    """Step the stage over the upstream's output rows of the group (``emitted``; ``feed``,
+    ``flush``: as :func:`stage_events`), every key at once; its file rows. ``first_seq``: the
+    stage's cut point of the group's first batch; ``sink``: the stage's own output tables go
+    there (a stage fused after it reads them)."""
+    plan, events, keys = stage_events(feed, flush, stage, query, emitted, first_seq)
+
+    def hand_on(_: int, table: pa.Table | None) -> None:
+        if sink is not None and table is not None:
+            sink.append(table)
+
     return run_bucket(plan, 0, events, by_bucket=batch_buckets(
-        plan, keys, events[SEQ].to_numpy(dtype="int64"), stage.buckets))
+        plan, keys, events[SEQ].to_numpy(dtype="int64"), stage.buckets), emitted=hand_on)

@@ -1,23 +1,26 @@
-"""Fused pipeline stages: a stage and its upstream run in the same tasks (the exchange law).
+"""Fused pipeline stages: a chain of stages run in the same tasks (the exchange law).
 
-A stage whose upstream reads a recording and which keeps the upstream's key, without derived
-columns of its own, is *fused* with it when the upstream's run is not complete yet (a complete
-one is reused, and the stage runs over its output as before: :mod:`jobs.runs.pipeline_stage`).
-Each group of batches is then one Spark job of the upstream's bucket tasks
-(:mod:`jobs.execution.fused_steps`), which hand back their output rows as they write them; those
-rows are the stage's batches, stepped right away, with no intermediate table written or read
+A stage that keeps its upstream's key, without derived columns of its own, whose upstream reads
+a recording or is itself fused, is *fused* with it when the upstream's run is not complete yet
+(a complete one is reused, and the stage runs over its output as before:
+:mod:`jobs.runs.pipeline_stage`); so a chain of any length that keeps one key (window ->
+window -> QRE, ...) runs as one. Each group of batches is then one Spark job of the first
+run's bucket tasks (:mod:`jobs.execution.fused_steps`), which hand back their output rows as
+they write them; those rows are the next stage's batches, stepped right away, whose output rows
+are the batches of the stage after it, and so on, with no intermediate table written or read
 back and no second exchange. Each stage keeps its own run (tables, manifest, run id; the ids
-and tables of the separate path): the driver commits the upstream's batches of a group, then
-the stage's, each with its per-batch app transactions and its manifest last.
+and tables of the separate path): the driver commits the group's batches of each run in chain
+order, each with its per-batch app transactions and its manifest last.
 
-A crash between the two leaves the upstream ahead: the next group starts at the stage's next
-batch, steps the upstream again from its state before that batch (its commits of those
-batches are found done and skipped) and feeds the stage. The stage's cut points are the running
-sums of the upstream manifest's ``rows_out``, known batch by batch; its ``run.json`` records
-them (with its input files) when the chain is complete, until then zeros and ``fused_with``
-naming the upstream run. Then the stage's input table is written from the upstream's output, as
-the separate path writes it before running: it is the record of what the stage read, which
-``reprise validate`` checks the stage against.
+A crash between two commits leaves the runs before it ahead: the next group starts at the
+next batch of the runs furthest behind, steps the runs ahead again from their state before
+that batch (their commits of those batches are found done and skipped) and feeds the stages
+after them. A stage's cut points are the running sums of its upstream manifest's
+``rows_out``, known batch by batch; its ``run.json`` records them (with its input files) when
+the chain is complete, until then zeros and ``fused_with`` naming the upstream run. Then each
+stage's input table is written from its upstream's output, as the separate path writes it
+before running: it is the record of what the stage read, which ``reprise validate`` checks
+the stage against.
 """
 
 from __future__ import annotations
@@ -37,17 +40,18 @@ from engine.operator import KeyedOperator
 from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index, overlapping
 from jobs.execution.derived_columns import WorkerDerive, in_workers
-from jobs.execution.direct_exchange import execute_finish, per_task
+from jobs.execution.direct_exchange import per_task
 from jobs.execution.fused_steps import (
     EMITTED,
     emitted_tables,
     group_output,
+    plain,
     stage_part,
     upstream_part,
 )
 from jobs.execution.step_files import collect_files
 from jobs.execution.step_plan import StepFiles, StepPlan
-from jobs.runs.engine_choice import engine_for, note_engine
+from jobs.runs.engine_choice import EngineChoice, engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
 from jobs.runs.pipeline_stage import Replay, reading, stage_cuts, stage_over, write_stage_input
 from jobs.runs.run_commits import BatchReport
@@ -84,13 +88,14 @@ class Runner(Replay, Protocol):
 
 
 def fusable(query: QuerySpec) -> bool:
-    """Whether the stage ``query`` can run fused with its upstream: the upstream reads a
-    recording, the stage keeps its key and derives no column of its own."""
+    """Whether the stage ``query`` can run fused with its upstream: the stage keeps its
+    upstream's key and derives no column of its own, and its upstream reads a recording or
+    can run fused with its own upstream (so a whole chain runs as one)."""
     upstream = query.upstream
-    return (upstream is not None and upstream.query.upstream is None
-            and upstream.stream.key is not None
+    return (upstream is not None and upstream.stream.key is not None
             and (query.key or upstream.stream.key) == upstream.stream.key
-            and not query.derived)
+            and not query.derived
+            and (upstream.query.upstream is None or fusable(upstream.query)))
 
 
 def prepare_stage(replay: Runner, ctx: RunContext, plan: str | None, run_id: str | None,
@@ -134,6 +139,7 @@ def fused_stage(replay: Runner, ctx: RunContext, upstream: RunInfo, run_id: str 
                               "choose another --run-id")
         return info if info.fused_with else None
     if (not fusable(query) or upstream.exchange != "direct" or upstream.segments
+            or not (upstream.fused_with or query.upstream.query.upstream is None)
             or complete(replay, upstream)):
         return None
     info = RunInfo(run_id=run_id, query=query.name, fingerprint=fp,
@@ -160,51 +166,95 @@ def cuts_so_far(replay: Runner, upstream: RunInfo, stage: RunInfo) -> list[int]:
 
 @dataclass
 class FusedRuns:
-    """The fused strategy of the run lifecycle: an upstream run and its stage's run, each group
-    of batches one job of the upstream's tasks, the stage stepped over their output."""
+    """The fused strategy of the run lifecycle: a chain of runs, the first reading its input
+    files (a recording) and each next one fused with the one before; each group of batches one
+    job of the first run's tasks, each stage stepped over the output of the one before."""
 
     replay: Runner
-    upstream: RunInfo
-    stage: RunInfo
+    chain: list[RunInfo]
 
     @property
     def runs(self) -> list[RunInfo]:
-        """The upstream's run and the stage's."""
-        return [self.upstream, self.stage]
+        """The runs of the chain, the first one first."""
+        return list(self.chain)
 
-    def save_stage(self) -> None:
-        """The stage's ``run.json`` while it runs: its cut points not recorded yet (zeros:
-        it has no input files until the chain is complete)."""
-        save_run(self.replay, replace(self.stage, cuts=[0] * len(self.stage.cuts)))
+    def save_stage(self, stage: RunInfo) -> None:
+        """A stage's ``run.json`` while it runs: its cut points not recorded yet (zeros: it
+        has no input files until the chain is complete)."""
+        save_run(self.replay, replace(stage, cuts=[0] * len(stage.cuts)))
 
     def run_group(self, group: list[int], members: list[RunProgress]
                   ) -> dict[str, list[BatchReport]]:
-        """Run and commit the group of batches starting at ``group[0]`` of the members (the
-        stage, and the upstream unless it is ahead)."""
-        replay, up, st = self.replay, self.upstream, self.stage
+        """Run and commit the group of batches starting at ``group[0]`` of the members (runs of
+        the chain; the chain's runs before the last member that are ahead of it are stepped
+        again from their state before that batch, not committed)."""
+        replay, chain = self.replay, self.chain
         at = {p.info.run_id: p for p in members}
-        first, mine = group[0], at[st.run_id]
+        first = group[0]
         started = time.perf_counter()  # manifest bookkeeping only
         attempt = uuid.uuid4().hex[:8]
-        st.cuts = cuts_so_far(replay, up, st)
-        sctx = replay.context(st.query)
-        if first > up.batches:  # the stage's own end-of-input flush
-            plan, live = replay.step_plan(st, sctx, sctx.operator, [first], mine.state_version,
-                                          attempt)
-            steps = execute_finish(None, plan)
-            reports, _ = replay.commit(st, plan, [first], steps, live, mine.state_version,
-                                       started, mine.removals)
-            self.save_stage()
-            return {st.run_id: reports}
-        ups = at.get(up.run_id)
+        deepest = max(i for i, info in enumerate(chain) if info.run_id in at)
+        for before, stage in itertools.pairwise(chain):
+            stage.cuts = cuts_so_far(replay, before, stage)
+        root = chain[0]
+        # the first run stepped: the chain's first, or (past its last batch) the stage whose
+        # own end-of-input flush comes next, those before it done
+        begin = max(0, first - root.batches)
+        steps: dict[int, tuple[StepPlan, list[LiveFile], list[int], list[dict], int | None]]
+        steps, choice = {}, None
+        if begin == 0:
+            steps[0], emitted, choice = self.root_part(first, attempt, at)
+            feed: tuple[int, ...] = tuple(steps[0][2])
+        else:
+            before = replay.context(chain[begin - 1].query).operator.output_schema
+            emitted, feed = plain(before.append(pa.field("batch", pa.int64())).empty_table()), ()
+        for i in range(max(begin, 1), deepest + 1):
+            stage, ctx = chain[i], replay.context(chain[i].query)
+            flush = root.batches + i if not feed or feed[-1] == root.batches + i - 1 else None
+            sgroup = [*feed, *([] if flush is None else [flush])]
+            state = self.state_before(stage, first, at)
+            splan, slive = replay.step_plan(stage, ctx, ctx.operator, sgroup, state, attempt)
+            sink: list[pa.Table] | None = [] if i < deepest else None
+            rows = stage_part(feed, flush, splan, ctx.query, emitted, stage.cuts[first],
+                              sink).to_dict("records")
+            steps[i] = (splan, slive, sgroup, rows, state)
+            if sink is not None:
+                emitted, feed = group_output(splan, sink), tuple(sgroup)
+        reports = {}
+        for i in sorted(steps):
+            info = chain[i]
+            if info.run_id not in at:
+                continue
+            plan, live, batches, rows, state = steps[i]
+            if i:  # the stage's arrival ranges, now that the run before it has committed
+                info.cuts = cuts_so_far(replay, chain[i - 1], info)
+                plan = replace(plan, batches=tuple((b, *replay.bounds(info, [b])[b])
+                                                   for b in batches))
+            files = collect_files(plan, rows)
+            if not i:
+                info.input_bytes += sum(f.bytes_read for f in files.values())
+            reports[info.run_id], _ = replay.commit(info, plan, batches, files, live, state,
+                                                    started, at[info.run_id].removals)
+            if choice is not None:
+                note_engine(info, batches, choice)
+            if i:
+                self.save_stage(info)
+            else:
+                save_run(replay, info)
+        return reports
+
+    def root_part(self, first: int, attempt: str, at: dict[str, RunProgress]
+                  ) -> tuple[tuple[StepPlan, list[LiveFile], list[int], list[dict], int | None],
+                             pa.Table, EngineChoice]:
+        """Step the chain's first run through its group from ``first`` (its bucket tasks on
+        Spark, or in this process): its plan, live state files, group, file rows and state
+        version, its output rows of the group, and the engine chosen."""
+        replay, up = self.replay, self.chain[0]
         ugroup = replay.group_of(up, first)
-        sgroup = ugroup + ([st.batches] if ugroup[-1] == up.batches else [])
-        state = ups.state_version if ups else self.upstream_state(first)
+        state = self.state_before(up, first, at)
         uctx = replay.context(up.query)
         uplan, ulive = replay.step_plan(up, uctx, uctx.operator, ugroup, state, attempt,
                                         in_workers(uctx, up.files))
-        splan, slive = replay.step_plan(st, sctx, sctx.operator, sgroup, mine.state_version,
-                                        attempt)
         lo, hi = uplan.batches[0][1], uplan.batches[-1][2]
         choice = engine_for(replay.engine, replay.spark, up, uctx, first, replay.batches_per_job)
         files = overlapping(up.files, lo, hi)
@@ -216,43 +266,43 @@ class FusedRuns:
         else:
             tables = []
             rows = upstream_part(uplan, files, up.buckets, None, tables).to_dict("records")
-        stage_rows = stage_part(uplan, splan, sctx.query, group_output(uplan, tables),
-                                st.cuts[first]).to_dict("records")
-        reports = {}
-        if ups is not None:
-            steps = collect_files(uplan, rows)
-            up.input_bytes += sum(s.bytes_read for s in steps.values())
-            reports[up.run_id], _ = replay.commit(up, uplan, ugroup, steps, ulive, state,
-                                                  started, ups.removals)
-            note_engine(up, ugroup, choice)
-            save_run(replay, up)
-        st.cuts = cuts_so_far(replay, up, st)
-        splan = replace(splan, batches=tuple((b, *replay.bounds(st, [b])[b]) for b in sgroup))
-        steps = collect_files(splan, stage_rows)
-        reports[st.run_id], _ = replay.commit(st, splan, sgroup, steps, slive,
-                                              mine.state_version, started, mine.removals)
-        note_engine(st, sgroup, choice)
-        self.save_stage()
-        return reports
+        return (uplan, ulive, ugroup, rows, state), group_output(uplan, tables), choice
 
-    def upstream_state(self, first: int) -> int | None:
-        """The upstream's state version before its batch ``first`` (committed already)."""
+    def state_before(self, info: RunInfo, first: int, at: dict[str, RunProgress]
+                     ) -> int | None:
+        """The state version of run ``info`` before its batch ``first`` (committed already;
+        ``at``: the group's members by run id, whose progress says it)."""
+        if info.run_id in at:
+            return at[info.run_id].state_version
         if first == 0:
             return None
-        manifest = self.replay.manifest(self.upstream.run_id).sort_by("batch")
+        manifest = self.replay.manifest(info.run_id).sort_by("batch")
         return manifest.column("state_version")[first - 1].as_py()
 
 
 def run_fused(replay: Runner, stage: RunInfo,
               on_batch: Callable[[RunInfo, BatchReport], None] | None = None) -> pa.Table:
-    """Run (or resume) the stage's run ``stage`` fused with its upstream's run (see the module
-    docstring), then record its cut points and input; returns the stage's manifest."""
-    upstream = existing_run(replay.warehouse.run_dir(stage.fused_with) / "run.json",
-                            stage.recording, _fingerprint_of(replay, stage.recording))
-    if upstream is None:
-        raise ReplayError(f"run {stage.run_id!r} runs fused with run {stage.fused_with!r}, "
-                          "which is gone; replay the query with another --run-id")
-    manifests = run_lifecycle(replay, FusedRuns(replay, upstream, stage), on_batch=on_batch)
+    """Run (or resume) the stage's run ``stage`` fused with the runs before it in its chain
+    (see the module docstring), then record each fused stage's cut points and input; returns
+    the stage's manifest."""
+    chain = [stage]
+    while chain[0].fused_with:
+        before = existing_run(replay.warehouse.run_dir(chain[0].fused_with) / "run.json",
+                              chain[0].recording, _fingerprint_of(replay, chain[0].recording))
+        if before is None:
+            raise ReplayError(f"run {chain[0].run_id!r} runs fused with run "
+                              f"{chain[0].fused_with!r}, which is gone; replay the query with "
+                              "another --run-id")
+        chain.insert(0, before)
+    manifests = run_lifecycle(replay, FusedRuns(replay, chain), on_batch=on_batch)
+    for before, fused in itertools.pairwise(chain):
+        record_input(replay, before, fused)
+    return manifests[stage.run_id]
+
+
+def record_input(replay: Runner, upstream: RunInfo, stage: RunInfo) -> None:
+    """Once the chain is complete: the stage's input table written from ``upstream``'s output,
+    and its cut points and input files recorded in its ``run.json`` (no longer fused)."""
     ctx = replay.context(stage.query)
     stage.input_version = write_stage_input(replay, ctx.query, upstream, stage.input_path,
                                             stage.run_id)
@@ -266,7 +316,6 @@ def run_fused(replay: Runner, stage: RunInfo,
                           "another --run-id")
     stage.fused_with = ""
     save_run(replay, stage)
-    return manifests[stage.run_id]
 
 
 def _fingerprint_of(replay: Runner, query_name: str) -> str:
@@ -294,8 +343,9 @@ def chain_plan_text(plan: dict) -> list[str]:
     for number, stage in enumerate(plan["stages"], 1):
         reads = f"{stage['reads_kind']} {stage['reads']}"
         how = ("" if stage["reads_kind"] == "recording" else
-               "; fused: runs in its upstream's jobs, batch by batch over the output rows "
-               "its tasks hand back (while its upstream's run is not complete)"
+               "; fused: runs in the jobs of the chain's first stage, batch by batch over "
+               "its upstream's output rows as they are made (while its upstream's run is not "
+               "complete)"
                if stage["fused_with_upstream"] else
                "; not fused: runs after its upstream's run, over its own run's input table")
         lines.append(f"  {number}. {stage['query']} ({stage['kind']}) reads {reads}, key "

@@ -1,22 +1,27 @@
-"""Fused pipeline stages on Spark: a stage that keeps its upstream's key runs in its upstream's
-tasks, and its run's tables (arrival numbers included) and manifest equal those of the separate
-path (the upstream's complete run, then the stage over its output table), for random batch
-plans, on both engines; the fused run validates against its own reference over the upstream's
-output and against the composed reference over the recording."""
+"""Fused pipeline stages on Spark: a chain of stages that keep one key runs in its first query's
+tasks, and each run's tables (arrival numbers included) and manifest equal those of the
+separate path (the upstream's complete run, then each stage over its upstream's output table),
+for chains of two and three stages, random batch plans and job sizes, on both engines; the
+fused run validates against its own reference over the upstream's output and against the
+composed reference over the recording."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_pipeline_continue_crash import chain_runs
 from test_pipeline_replay import chain_replay, pipeline_catalog
 
 from jobs.runs.pipeline_fusion import chain_plan
-from jobs.runs.pipeline_stage import stage_over, upstream_run
+from jobs.runs.pipeline_stage import stage_over
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
+from jobs.storage import open_storage
 
 MANIFEST = ("batch", "kind", "seq_lo", "seq_hi", "rows_in", "rows_out", "late", "quarantined")
 
@@ -34,19 +39,25 @@ def manifest_rows(replay: Replay, run_id: str) -> list[tuple]:
     return [tuple(r[c] for c in MANIFEST) for r in replay.manifest(run_id).to_pylist()]
 
 
-def separate(replay: Replay, stage: str, plan: str) -> tuple[str, str]:
-    """The separate path: a complete upstream run, then the stage's run over its output."""
+def separate(replay: Replay, stage: str, plan: str) -> tuple[str, ...]:
+    """The separate path: a complete run of the chain's first query, then each stage's run
+    over the complete output of the one before; the chain's run ids."""
     tag = uuid.uuid4().hex[:6]
-    ctx = replay.context(stage)
-    upstream = replay.prepare(ctx.query.upstream.query.name, plan=plan, run_id=f"up-{tag}")
+    chain = replay.context(stage).query.chain
+    upstream = replay.prepare(chain[0].name, plan=plan, run_id=f"up-{tag}")
     replay.run(upstream)
-    info = stage_over(replay, ctx, upstream, f"stage-{tag}", run_id_of)
-    assert not info.fused_with
-    replay.run(info)
-    return upstream.run_id, info.run_id
+    runs = [upstream.run_id]
+    for position, query in enumerate(chain[1:], 1):
+        info = stage_over(replay, replay.context(query.name), upstream,
+                          f"stage{position}-{tag}", run_id_of)
+        assert not info.fused_with
+        replay.run(info)
+        runs.append(info.run_id)
+        upstream = info
+    return tuple(runs)
 
 
-def assert_same_runs(replay: Replay, fused: tuple[str, str], apart: tuple[str, str]) -> None:
+def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, ...]) -> None:
     for mine, theirs in zip(fused, apart, strict=True):
         for table in ("output", "late", "quarantine"):
             assert table_rows(replay, mine, table) == table_rows(replay, theirs, table), \
@@ -58,41 +69,110 @@ def assert_same_runs(replay: Replay, fused: tuple[str, str], apart: tuple[str, s
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**16), rows=st.integers(7, 400),
-       stage=st.sampled_from(["ev_w_alert", "ev_w_max"]))
-def test_a_fused_stage_equals_the_separate_path_for_random_plans(spark, storage, seed, rows,
-                                                                  stage):
+       stage=st.sampled_from(["ev_w_alert", "ev_w_max", "ev_w_alerts"]),
+       per_job=st.integers(1, 5))
+def test_a_fused_chain_equals_the_separate_path_for_random_plans(spark, storage, seed, rows,
+                                                                 stage, per_job):
+    """Two stages (window -> QRE, window -> window) and three (window -> QRE -> select),
+    every stage fused, in jobs of a random number of batches."""
     replay = chain_replay(spark, storage, seed, 500, 4, "driver")
+    replay.batches_per_job = per_job
     plan = f"rows:{rows}"
     info = replay.prepare(stage, plan=plan)
     assert info.fused_with  # the upstream had no complete run: fused
+    chain = [read_run(replay.warehouse, r) for r in fused_chain_ids(replay, info)]
+    assert all(c.fused_with == b.run_id for b, c in itertools.pairwise(chain))
     replay.run(info)
-    fused = (upstream_run(replay, read_run(replay.warehouse, info.run_id)), info.run_id)
-    assert fused[0] is not None
+    fused = tuple(chain_runs(replay, info))
+    assert len(fused) == len(replay.context(stage).query.chain)
     assert_same_runs(replay, fused, separate(replay, stage, plan))
-    assert table_rows(replay, info.run_id, "output") or stage == "ev_w_alert"
+    assert table_rows(replay, info.run_id, "output") or stage != "ev_w_max"
 
 
-def test_a_fused_run_on_spark_validates_and_is_reused(spark, storage):
+def fused_chain_ids(replay: Replay, info) -> list[str]:
+    """The run ids of a prepared (not yet run) fused chain, first query's first."""
+    runs = [info.run_id]
+    while (before := read_run(replay.warehouse, runs[0]).fused_with):
+        runs.insert(0, before)
+    return runs
+
+
+def test_a_fused_chain_on_spark_validates_and_is_reused(spark, storage):
+    """Three stages (window -> QRE -> select) fused on Spark: every run validates, equals the
+    separate path, and is reused by the next replay."""
     replay = chain_replay(spark, storage, 5, 700, 4, "spark")
-    info = replay.prepare("ev_w_alert", plan="rows:90")
+    replay.batches_per_job = 3
+    info = replay.prepare("ev_w_alerts", plan="rows:90")
     assert info.fused_with
     replay.run(info)
-    upstream = upstream_run(replay, read_run(replay.warehouse, info.run_id))
-    assert upstream is not None
-    for run_id in (upstream, info.run_id):
+    runs = tuple(chain_runs(replay, info))
+    assert len(runs) == 3
+    for run_id in runs:
         report = validate_run(replay, replay.catalog, run_id)
         assert report.ok, (run_id, report.diff, report.late_mismatch, report.chain)
         assert reconcile_run(replay, run_id).ok
-    assert {e["engine"] for e in read_run(replay.warehouse, info.run_id).engines} == {"spark"}
-    assert_same_runs(replay, (upstream, info.run_id), separate(replay, "ev_w_alert", "rows:90"))
-    # a second replay reuses both runs; a second stage over the complete upstream is not fused
-    again = replay.prepare("ev_w_alert", plan="rows:90")
+        assert {e["engine"] for e in read_run(replay.warehouse, run_id).engines} == {"spark"}
+        assert not read_run(replay.warehouse, run_id).fused_with
+    assert_same_runs(replay, runs, separate(replay, "ev_w_alerts", "rows:90"))
+    # a second replay reuses the runs; a second stage over the complete upstream is not fused
+    again = replay.prepare("ev_w_alerts", plan="rows:90")
     assert again.run_id == info.run_id and not again.fused_with
     other = replay.prepare("ev_w_max", plan="rows:90")
     assert not other.fused_with
 
 
+class StageCrash(Exception):
+    """The replay's process dies at a commit into a run's tables (see :func:`crash_in`)."""
+
+
+def crash_in(storage, run_id: str, k: int) -> None:
+    """Make ``storage`` raise :class:`StageCrash` before its ``k``-th table commit (1-based)
+    into the tables of run ``run_id``."""
+    seen = [0]
+
+    def counted(method, where: int):
+        def commit(*args, **kwargs):
+            if f"/{run_id}/" in str(kwargs.get("path", args[where])):
+                seen[0] += 1
+                if seen[0] == k:
+                    raise StageCrash(f"commit {k} into run {run_id}")
+            return method(*args, **kwargs)
+        return commit
+
+    for name, where in (("write", 1), ("commit_files", 0)):
+        setattr(storage, name, counted(getattr(storage, name), where))
+
+
+def test_a_crashed_fused_chain_is_finished_stage_by_stage(spark):
+    """A 3-stage fused chain killed in its last stage's run: replaying the middle stage alone
+    finishes the first two runs (fused); replaying the last stage then steps it over the
+    middle run's recorded input; every run equals the separate path and validates."""
+    plan = "rows:30"
+    replay = chain_replay(spark, open_storage(spark, "delta-rs"), 11, 300, 3, "driver")
+    replay.batches_per_job = 2
+    info = replay.prepare("ev_w_alerts", plan=plan)
+    chain = fused_chain_ids(replay, info)
+    crash_in(replay.storage, chain[2], 7)
+    with pytest.raises(StageCrash):
+        replay.run(info)
+    assert 0 < replay.manifest(chain[2]).num_rows < replay.manifest(chain[1]).num_rows
+    # a new process replays the middle stage alone, then the last one
+    resumed = Replay(spark, open_storage(spark, "delta-rs"), replay.warehouse, replay.catalog,
+                     engine="driver", batches_per_job=2)
+    middle = resumed.prepare("ev_w_alert", plan=plan)
+    assert (middle.run_id, middle.fused_with) == (chain[1], chain[0])
+    resumed.run(middle)
+    last = resumed.prepare("ev_w_alerts", plan=plan)
+    assert (last.run_id, last.fused_with) == (chain[2], chain[1])
+    resumed.run(last)
+    assert tuple(chain_runs(resumed, last)) == tuple(chain)
+    assert_same_runs(resumed, tuple(chain), separate(resumed, "ev_w_alerts", plan))
+    for run_id in chain:
+        report = validate_run(resumed, resumed.catalog, run_id)
+        assert report.ok, (run_id, report.diff, report.late_mismatch, report.chain)
+
+
 def test_plan_shows_which_stages_are_fused(tmp_path):
     plan = chain_plan(pipeline_catalog(tmp_path / "schemas").query("ev_w_alerts"))
-    assert [s["fused_with_upstream"] for s in plan["stages"]] == [False, True, False]
-    assert plan["fused"] == [["ev_w", "ev_w_alert"]]
+    assert [s["fused_with_upstream"] for s in plan["stages"]] == [False, True, True]
+    assert plan["fused"] == [["ev_w", "ev_w_alert"], ["ev_w_alert", "ev_w_alerts"]]
