@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 from helpers import events_table, write_commits
 from test_pipeline_replay import pipeline_catalog
+from typer.testing import CliRunner
 
 from engine.catalog import load_catalog
+from jobs.cli.app import app
 from jobs.runs.pipeline_stage import upstream_read
 from jobs.runs.replay import Replay
 from jobs.runs.validate import reconcile_run, validate_run
@@ -81,3 +83,15 @@ def test_stages_over_one_upstream_read_it_once_and_equal_their_standalone_runs(s
     again = SharedReplay(shared_side)
     assert [i.run_id for i in again.prepare(STAGES, plan="rows:41")] == standalone
     assert again.upstream_reads == 0
+
+
+def test_replay_of_two_stages_on_the_command_line_is_one_shared_run(spark, storage):
+    replay, _ = two_warehouses(spark, storage, seed=2, events=200)
+    root = Path(replay.warehouse.root)
+    result = CliRunner().invoke(app, ["replay", "ev_w_busy", "ev_w_max", "--catalog",
+                                      str(root.parent / "schemas"), "--warehouse", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "shared run of ev_w_busy, ev_w_max" in result.output
+    for name in ("ev_w_busy", "ev_w_max"):
+        info = replay.prepare(name)  # (the run the command made, complete)
+        assert replay.manifest(info.run_id).num_rows == info.batches + 1
