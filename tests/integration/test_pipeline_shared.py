@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from helpers import events_table, write_commits
 from test_pipeline_replay import pipeline_catalog
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from engine.catalog import load_catalog
 from jobs.cli.app import app
 from jobs.runs.pipeline_stage import upstream_read
 from jobs.runs.replay import Replay
+from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
 from jobs.shared.shared_run import SharedReplay
 from jobs.shared.standalone_compare import COMPARED, table_rows
@@ -49,6 +51,17 @@ def two_warehouses(spark, storage, seed: int, events: int) -> tuple[Replay, Repl
     return replays[0], replays[1]
 
 
+def assert_equal_runs(replay: Replay, other: Replay, run_ids: list[str]) -> None:
+    """The runs ``run_ids`` have equal tables and manifest counts in both warehouses."""
+    for run_id in run_ids:
+        for kind in COMPARED:
+            pd.testing.assert_frame_equal(table_rows(replay, run_id, kind),
+                                          table_rows(other, run_id, kind), check_dtype=False)
+        counts = ["rows_in", "rows_out", "late", "quarantined"]
+        assert (replay.manifest(run_id).to_pandas()[counts].values.tolist()
+                == other.manifest(run_id).to_pandas()[counts].values.tolist())
+
+
 def test_stages_over_one_upstream_read_it_once_and_equal_their_standalone_runs(spark, storage):
     shared_side, alone = two_warehouses(spark, storage, seed=5, events=500)
     shared = SharedReplay(shared_side)
@@ -67,13 +80,8 @@ def test_stages_over_one_upstream_read_it_once_and_equal_their_standalone_runs(s
         alone.run(info)
         standalone.append(info.run_id)
     assert [i.run_id for i in infos] == standalone
+    assert_equal_runs(shared_side, alone, standalone)
     for run_id in standalone:
-        for kind in COMPARED:
-            pd.testing.assert_frame_equal(table_rows(shared_side, run_id, kind),
-                                          table_rows(alone, run_id, kind), check_dtype=False)
-        counts = ["rows_in", "rows_out", "late", "quarantined"]
-        assert (shared_side.manifest(run_id).to_pandas()[counts].values.tolist()
-                == alone.manifest(run_id).to_pandas()[counts].values.tolist())
         # against its reference over the upstream's output, and the composed one over `ev`
         report = validate_run(shared_side, shared_side.catalog, run_id)
         assert report.ok and report.chain is not None, (run_id, report.diff, report.chain)
@@ -95,3 +103,46 @@ def test_replay_of_two_stages_on_the_command_line_is_one_shared_run(spark, stora
     for name in ("ev_w_busy", "ev_w_max"):
         info = replay.prepare(name)  # (the run the command made, complete)
         assert replay.manifest(info.run_id).num_rows == info.batches + 1
+
+
+class Killed(Exception):
+    """The replay's process dies before a manifest commit."""
+
+
+def test_a_stage_left_fused_resumes_alone_and_a_killed_shared_run_resumes(spark, storage):
+    replay, alone = two_warehouses(spark, storage, seed=9, events=400)
+    plan = "rows:29"
+    replay.batches_per_job = alone.batches_per_job = 2
+    commits: list[str] = []
+
+    def kill(run_id: str, group: list[int]) -> None:
+        commits.append(run_id)
+        if len([r for r in commits if r.startswith(stage)]) == 2:
+            raise Killed(run_id)
+
+    replay.before_manifest = kill
+    stage = "ev_w_max"  # its replay alone runs fused with ev_w's, killed in its second job
+    with pytest.raises(Killed):
+        replay.run(replay.prepare(stage, plan=plan))
+    fused = replay.prepare(stage, plan=plan)
+    assert fused.fused_with
+    stage = "ev_w_alert"  # the shared run of the others, killed in its second job
+    shared = SharedReplay(replay)
+    infos = shared.prepare(STAGES, plan=plan)
+    planned = shared.plan(infos)
+    assert planned[0] is not None and [i.query for i in planned[1]] == ["ev_w_max"]
+    with pytest.raises(Killed):
+        shared.run(infos, planned=planned)
+    # a new process resumes every run
+    resumed = Replay(spark, storage, replay.warehouse, replay.catalog, batches_per_job=2)
+    again = SharedReplay(resumed)
+    infos = again.prepare(STAGES, plan=plan)
+    again.run(infos)
+    assert not read_run(resumed.warehouse, fused.run_id).fused_with
+    run_ids = [i.run_id for i in infos]
+    for name in STAGES:
+        alone.run(alone.prepare(name, plan=plan))
+    assert run_ids == [alone.prepare(name, plan=plan).run_id for name in STAGES]
+    assert_equal_runs(resumed, alone, run_ids)
+    for run_id in run_ids:
+        assert validate_run(resumed, resumed.catalog, run_id).ok
