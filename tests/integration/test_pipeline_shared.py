@@ -4,25 +4,20 @@ pass, each with its own run (the id of its standalone replay), tables and valida
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
-from helpers import events_table, write_commits
-from test_pipeline_replay import pipeline_catalog
+from test_pipeline_replay import ALERT, HOURLY, OVER_ALERT
+from test_shared_replay import assert_same_runs, setup
 from typer.testing import CliRunner
 
-from engine.catalog import load_catalog
 from jobs.cli.app import app
 from jobs.runs.pipeline_stage import upstream_read
 from jobs.runs.replay import Replay
 from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
 from jobs.shared.shared_run import SharedReplay
-from jobs.shared.standalone_compare import COMPARED, table_rows
-from jobs.warehouse import Warehouse
+from jobs.shared.standalone_compare import table_rows
 
 #: A third stage over ``ev_w`` with a ``where:`` the shared plan widens to the scan's predicate.
 BUSY = """\
@@ -33,33 +28,13 @@ where: n > 3 OR hi IS NULL
 query: {columns: [k, window_end, n, hi]}
 """
 STAGES = ["ev_w_max", "ev_w_alert", "ev_w_busy"]
+QUERIES = {"ev_w_max": HOURLY, "ev_w_alert": ALERT, "ev_w_alerts": OVER_ALERT, "ev_w_busy": BUSY}
 
 
 def two_warehouses(spark, storage, seed: int, events: int) -> tuple[Replay, Replay]:
     """Replays of the pipeline catalog over two warehouses holding the same recording."""
-    root = Path(tempfile.mkdtemp(prefix="reprise-pipeshare-"))
-    catalog_dir = root / "schemas"
-    pipeline_catalog(catalog_dir)
-    (catalog_dir / "queries" / "ev_w_busy.yaml").write_text(BUSY)
-    catalog = load_catalog(catalog_dir)
-    table = events_table(np.random.default_rng(seed), events)
-    replays = []
-    for side in ("shared", "alone"):
-        warehouse = Warehouse(root / side)
-        write_commits(storage, warehouse.recording("ev"), table, 3)
-        replays.append(Replay(spark, storage, warehouse, catalog))
-    return replays[0], replays[1]
-
-
-def assert_equal_runs(replay: Replay, other: Replay, run_ids: list[str]) -> None:
-    """The runs ``run_ids`` have equal tables and manifest counts in both warehouses."""
-    for run_id in run_ids:
-        for kind in COMPARED:
-            pd.testing.assert_frame_equal(table_rows(replay, run_id, kind),
-                                          table_rows(other, run_id, kind), check_dtype=False)
-        counts = ["rows_in", "rows_out", "late", "quarantined"]
-        assert (replay.manifest(run_id).to_pandas()[counts].values.tolist()
-                == other.manifest(run_id).to_pandas()[counts].values.tolist())
+    shared, alone, _ = setup(spark, storage, events, seed, queries=QUERIES)
+    return shared, alone
 
 
 def test_stages_over_one_upstream_read_it_once_and_equal_their_standalone_runs(spark, storage):
@@ -80,7 +55,7 @@ def test_stages_over_one_upstream_read_it_once_and_equal_their_standalone_runs(s
         alone.run(info)
         standalone.append(info.run_id)
     assert [i.run_id for i in infos] == standalone
-    assert_equal_runs(shared_side, alone, standalone)
+    assert_same_runs(shared_side, alone, standalone)
     for run_id in standalone:
         # against its reference over the upstream's output, and the composed one over `ev`
         report = validate_run(shared_side, shared_side.catalog, run_id)
@@ -143,6 +118,6 @@ def test_a_stage_left_fused_resumes_alone_and_a_killed_shared_run_resumes(spark,
     for name in STAGES:
         alone.run(alone.prepare(name, plan=plan))
     assert run_ids == [alone.prepare(name, plan=plan).run_id for name in STAGES]
-    assert_equal_runs(resumed, alone, run_ids)
+    assert_same_runs(resumed, alone, run_ids)
     for run_id in run_ids:
         assert validate_run(resumed, resumed.catalog, run_id).ok
