@@ -161,7 +161,10 @@ class QueryFamily(ABC):
             return reference
 
         def run(events: pd.DataFrame) -> tuple[pd.DataFrame, list[int], list[int]]:
-            rows = events[list(where.columns)].to_dict("records")
+            # (a condition without columns, e.g. one whose canonical form is FALSE, tests
+            # every row: a frame of no columns has no records)
+            rows = (events[list(where.columns)].to_dict("records") if where.columns
+                    else [{}] * len(events))
             passing = [where.evaluate_row(row) is True for row in rows]
             return reference(events[pd.Series(passing, index=events.index, dtype=bool)])
 

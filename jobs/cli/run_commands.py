@@ -48,7 +48,7 @@ def replay(
     if engine is not None:
         ctx.settings = replace(ctx.settings, engine=engine)
     if len(queries) > 1:
-        from jobs.shared.shared_plan import one_recording
+        from jobs.shared.shared_plan import one_input
         from jobs.shared.shared_run import replay_queries
 
         if run_id is not None:
@@ -56,7 +56,7 @@ def replay(
         if cont:
             fail("--continue extends the run of one query; continue queries one at a time")
         if not no_share:
-            one_recording(ctx.catalog, queries)  # before Spark starts
+            one_input(ctx.catalog, queries)  # before Spark starts
         for info, manifest in replay_queries(ctx.replay(), queries, plan, version, not no_share,
                                              lambda line: console.print(line, highlight=False)):
             print_manifest_summary(info.run_id, manifest.to_pandas())

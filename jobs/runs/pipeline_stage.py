@@ -10,7 +10,8 @@ upstream's manifest records how many rows each of its batches emitted (``rows_ou
 counts are the stage's cut points, so stage batch ``b`` consumes upstream batch ``b``'s output
 (the upstream's end-of-input rows are the stage's last batch, before its own end of input). The
 input table's commit names the upstream run (``reprise.upstream``) and the version of its
-output that was read (``reprise.upstream_output``).
+output that was read (``reprise.upstream_output``). Stages over one upstream replayed together
+read its output once (:class:`UpstreamOutput`) and write each one's input table from it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -59,11 +60,31 @@ class Replay(Protocol):
 UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
 
 
+@dataclass(frozen=True)
+class UpstreamOutput:
+    """An upstream run's output as its stages read it: the version of its output table read
+    and the rows in emission order (:func:`~jobs.execution.fused_steps.stream_rows`, the same
+    for every stage of that upstream)."""
+
+    run_id: str
+    version: int
+    rows: pa.Table
+
+
+def read_output(replay: Replay, query: QuerySpec, upstream: RunInfo) -> UpstreamOutput:
+    """The output of ``upstream``'s run (its latest version) as the stage ``query`` reads it."""
+    source = replay.warehouse.run_table(upstream.run_id, "output")
+    version = replay.storage.version(source)
+    return UpstreamOutput(upstream.run_id, version,
+                          stream_rows(query, replay.storage.read_arrow(source, version)))
+
+
 def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str | None,
-               make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str]
-               ) -> RunInfo:
+               make_id: Callable[[str, dict[str, int], plans.BatchSpec, str], str],
+               read: Callable[[], UpstreamOutput] | None = None) -> RunInfo:
     """Make (or load) the run of the stage ``ctx`` over the complete run ``upstream`` of its
-    upstream query (see :func:`jobs.runs.pipeline_fusion.prepare_stage`)."""
+    upstream query (see :func:`jobs.runs.pipeline_fusion.prepare_stage`); ``read`` gives the
+    upstream's output when a new run needs it (default: read it now)."""
     query = ctx.query
     assert query.upstream is not None
     spec = plans.parse_plan(upstream.plan)
@@ -82,7 +103,8 @@ def stage_over(replay: Replay, ctx: RunContext, upstream: RunInfo, run_id: str |
                               "--run-id")
         return info
     input_path = replay.warehouse.run_table(run_id, "input")
-    pinned = write_stage_input(replay, query, upstream, input_path, run_id)
+    pinned = write_stage_input(replay, query, upstream, input_path, run_id,
+                               read() if read is not None else None)
     files = input_index(replay.storage, input_path, pinned)
     cuts = stage_cuts(replay, upstream)
     if cuts[-1] != sum(f.rows for f in files):
@@ -122,17 +144,16 @@ def stage_cuts(replay: Replay, upstream: RunInfo) -> list[int]:
 
 
 def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, target: str,
-                      run_id: str) -> int:
+                      run_id: str, output: UpstreamOutput | None = None) -> int:
     """Write the stage's input table once (idempotent: an app transaction of the run) from the
-    upstream run's output; its version."""
-    storage = replay.storage
-    source = replay.warehouse.run_table(upstream.run_id, "output")
-    version = storage.version(source)
-    rows = stream_rows(query, storage.read_arrow(source, version))
-    storage.write(rows, target, txn=Txn(f"{run_id}/input", 0),
-                  metadata={UPSTREAM_RUN: upstream.run_id, UPSTREAM_OUTPUT: str(version),
-                            "reprise.run": run_id})
-    return storage.version(target)
+    upstream run's ``output`` (default: read now); its version."""
+    if output is None:
+        output = read_output(replay, query, upstream)
+    assert output.run_id == upstream.run_id
+    replay.storage.write(output.rows, target, txn=Txn(f"{run_id}/input", 0),
+                         metadata={UPSTREAM_RUN: upstream.run_id,
+                                   UPSTREAM_OUTPUT: str(output.version), "reprise.run": run_id})
+    return replay.storage.version(target)
 
 
 def upstream_read(replay: Replay, info: RunInfo) -> tuple[str | None, int | None]:

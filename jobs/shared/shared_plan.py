@@ -43,19 +43,17 @@ def named_once(names: list[str]) -> None:
         raise SharingError(f"queries named more than once: {', '.join(twice)}")
 
 
-def one_recording(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
-    """The named queries, which must read one recording (else the error says which recording
-    each reads)."""
+def one_input(catalog: Catalog, names: list[str]) -> list[QuerySpec]:
+    """The named queries, which must read one input: one recording, or the output of one
+    upstream query (pipeline stages over one upstream share its stream as queries share a
+    recording); else the error says what each reads."""
     queries = [catalog.query(name) for name in names]
-    for q in queries:
-        if q.upstream is not None:
-            raise SharingError(f"{q.name} is a pipeline stage (it reads the output of query "
-                               f"{q.input}): replay it on its own or with --no-share")
-    recordings = {q.name: "+".join(sorted(set(q.inputs.values()))) for q in queries}
-    if len(set(recordings.values())) > 1:
-        reads = ", ".join(f"{name} reads {rec}" for name, rec in recordings.items())
-        raise SharingError(f"queries replayed or planned together must read one recording: "
-                           f"{reads}")
+    reads = {q.name: (f"the output of query {q.input}" if q.upstream is not None
+                      else "+".join(sorted(set(q.inputs.values())))) for q in queries}
+    if len(set(reads.values())) > 1:
+        said = ", ".join(f"{name} reads {what}" for name, what in reads.items())
+        raise SharingError(f"queries replayed or planned together must read one recording "
+                           f"or one query's output: {said}")
     return queries
 
 
@@ -67,8 +65,8 @@ def on_its_own(query: QuerySpec, recordings: dict[str, RecordingSpec]) -> str | 
         return (f"an {query.kind} query reads merged recordings, which a scan of one recording "
                 "does not give")
     if query.derived:
-        found = worker_derive(query.derived, recordings[query.input].columns, query.key, [],
-                              check_order=False)
+        columns = query.input_stream(recordings).columns
+        found = worker_derive(query.derived, columns, query.key, [], check_order=False)
         if isinstance(found, str):
             return (f"its derived columns need Spark SQL ({found}), which the shared scan does "
                     "not run")
@@ -80,7 +78,7 @@ def sharing_views(catalog: Catalog, names: list[str]) -> list[SharingView]:
     the queries must read one recording (else the error says which recording each reads) and
     be named once."""
     named_once(names)
-    queries = one_recording(catalog, names)
+    queries = one_input(catalog, names)
     return [with_derived(family_of(q.kind, q.source).sharing_view(q, catalog.recordings),
                          q.derived)
             for q in queries if on_its_own(q, catalog.recordings) is None]
@@ -109,12 +107,19 @@ def _data_files(path: str) -> list[tuple[str, int]]:
 
 def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str],
                          sample_rows: int = SAMPLE_ROWS) -> Statistics:
-    """The row count of ``recording``'s latest snapshot and a deterministic sample of its
-    ``columns`` (those it has) that spans the whole recording: the first rows (in arrival order)
-    of each data file, as many as its share of the snapshot's rows (``sample_rows`` in all; of
-    at most :data:`SAMPLE_FILES` files, evenly spaced in path order when there are more). With
-    every file read, the sample does not depend on how the files are named."""
-    files = _data_files(warehouse.recording(recording))
+    """:func:`table_statistics` of ``recording``."""
+    return table_statistics(warehouse.recording(recording), columns, sample_rows)
+
+
+def table_statistics(path: str, columns: set[str], sample_rows: int = SAMPLE_ROWS
+                     ) -> Statistics:
+    """The row count of the latest snapshot of the input table at ``path`` (a recording, or a
+    pipeline stage's input) and a deterministic sample of its ``columns`` (those it has) that
+    spans the whole table: the first rows (in arrival order) of each data file, as many as its
+    share of the snapshot's rows (``sample_rows`` in all; of at most :data:`SAMPLE_FILES` files,
+    evenly spaced in path order when there are more). With every file read, the sample does
+    not depend on how the files are named."""
+    files = _data_files(path)
     total = sum(rows for _, rows in files)
     step = max(1, -(-len(files) // SAMPLE_FILES))
     read = [(path, rows) for path, rows in files[::step] if rows]
@@ -139,14 +144,18 @@ def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str]
     return Statistics(rows=total, sample=sample)
 
 
-def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]) -> SharedPlan:
-    """The shared plan of the named queries over their recording's statistics (an empty
-    plan when none of them can share a scan: each is replayed on its own)."""
+def shared_plan(catalog: Catalog, warehouse: Warehouse, names: list[str],
+                sample: str | None = None) -> SharedPlan:
+    """The shared plan of the named queries over the statistics of the table they read
+    (``sample``; default their recording: pipeline stages over one upstream pass one of their
+    runs' input tables); an empty plan when none of them can share a scan (each is replayed on
+    its own)."""
     views = sharing_views(catalog, names)
     if not views:
         return plan_queries([], Statistics(rows=0))
     columns = {c for v in views for c in v.columns}
-    return plan_queries(views, recording_statistics(warehouse, views[0].recording, columns))
+    return plan_queries(views, table_statistics(sample or warehouse.recording(views[0].recording),
+                                                columns))
 
 
 def plan_json(catalog: Catalog, plan: SharedPlan, names: list[str]) -> dict:

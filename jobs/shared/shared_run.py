@@ -12,8 +12,13 @@ its own operator (``jobs.execution.keyed_steps.run_bucket``).
 Events without key or time reach every query regardless of W: a query quarantines them as a
 standalone run does.
 
-Queries that cannot share (derived columns, multi-input, a run made with the Spark exchange, or
-a batch plan other than the others') are replayed on their own by the same runner. The window
+Pipeline stages over one upstream query share its stream the same way: their runs read the
+upstream's output once (:mod:`jobs.shared.shared_stages`), then each group of batches of that
+stream is read once for all of them.
+
+Queries that cannot share (derived columns, multi-input, a run made with the Spark exchange, a
+stage left fused with its upstream, or a batch plan other than the others') are replayed on
+their own by the same runner. The window
 queries of a pane group step from shared panes where their operators allow it
 (:func:`pane_shares`, as their family shares panes).
 """
@@ -56,7 +61,8 @@ from jobs.runs.replay import Replay
 from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import RunInfo
 from jobs.shared.shared_derive import ClusterDerive, cluster_derive
-from jobs.shared.shared_plan import named_once, on_its_own, one_recording, shared_plan
+from jobs.shared.shared_plan import named_once, on_its_own, one_input, shared_plan
+from jobs.shared.shared_stages import one_upstream, prepare_stages
 from jobs.shared.shared_work import work_of
 
 QUERY = "__query"
@@ -92,13 +98,17 @@ class Member:
 
 def sharable(info: RunInfo, query: QuerySpec, recordings: dict[str, RecordingSpec]) -> bool:
     """Whether run ``info`` of ``query`` can join a shared scan: a query that can share
-    (:func:`~jobs.shared.shared_plan.on_its_own`), read with the direct exchange."""
-    return info.exchange == "direct" and on_its_own(query, recordings) is None
+    (:func:`~jobs.shared.shared_plan.on_its_own`), read with the direct exchange, not a stage
+    fused with its upstream's run."""
+    return (info.exchange == "direct" and not info.fused_with
+            and on_its_own(query, recordings) is None)
 
 
 def _scan_of(info: RunInfo) -> tuple:
-    """What runs sharing a scan agree on: pinned input, batch plan, buckets."""
-    return (info.recording, info.input_version, info.cuts, info.buckets, info.bucketing)
+    """What runs sharing a scan agree on: pinned input (and its files' rows: stages over one
+    upstream read equal input tables), batch plan, buckets."""
+    return (info.recording, info.input_version, tuple(f["rows"] for f in info.files), info.cuts,
+            info.buckets, info.bucketing)
 
 
 def pane_shares(plan: SharedPlan, operators: dict[str, KeyedOperator],
@@ -253,10 +263,17 @@ class SharedReplay:
     tasks: int = field(default=0, init=False)
     #: Derived columns computed so far: per group, each part's clusters' definitions once.
     derived_computed: int = field(default=0, init=False)
+    #: Reads of an upstream query's output by the stages prepared over it.
+    upstream_reads: int = field(default=0, init=False)
 
     def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
                 ) -> list[RunInfo]:
-        """Each query's run (created or loaded, with its standalone run id)."""
+        """Each query's run (created or loaded, with its standalone run id); stages over one
+        upstream query read its output once (:func:`~jobs.shared.shared_stages.prepare_stages`)."""
+        if len(names) > 1 and one_upstream(self.runner.catalog, names) is not None:
+            infos, reads = prepare_stages(self.runner, names, plan, version)
+            self.upstream_reads += reads
+            return infos
         return [self.runner.prepare(name, plan=plan, version=version) for name in names]
 
     def plan(self, infos: list[RunInfo]) -> tuple[SharedPlan | None, list[RunInfo]]:
@@ -269,7 +286,8 @@ class SharedReplay:
         alone = [i for i in infos if i not in shared]
         if len(shared) < 2:
             return None, infos
-        return shared_plan(catalog, self.runner.warehouse, [i.query for i in shared]), alone
+        return shared_plan(catalog, self.runner.warehouse, [i.query for i in shared],
+                           sample=shared[0].input_path), alone
 
     def run(self, infos: list[RunInfo],
             on_batch: Callable[[str, BatchReport], None] | None = None,
@@ -339,7 +357,7 @@ class SharedReplay:
             if id(cluster) not in derives:
                 ctx = contexts[info.query]
                 derives[id(cluster)] = cluster_derive(
-                    cluster.derived, ctx.recordings[ctx.query.input].columns, info.files)
+                    cluster.derived, ctx.query.input_stream(ctx.recordings).columns, info.files)
             derive = derives[id(cluster)]
             needs = set(derived.values()) | (streams & cluster.where.columns)
             computes = derive is not None and bool(needs & derive.streams)
@@ -396,12 +414,14 @@ class SharedRuns:
 def replay_queries(runner: Replay, names: list[str], plan: str | None, version: int | None,
                    share: bool, say: Callable[[str], None]) -> list[tuple[RunInfo, pa.Table]]:
     """``reprise replay Q1 Q2 ...``: each query's run and manifest, replayed as one shared run
-    (queries on one recording) or, with ``share`` False, one after another."""
+    (queries on one recording, or stages over one upstream query) or, with ``share`` False, one
+    after another."""
     named_once(names)  # before any run is prepared
     if share:
-        one_recording(runner.catalog, names)
+        one_input(runner.catalog, names)
     shared = SharedReplay(runner)
-    infos = shared.prepare(names, plan=plan, version=version)
+    infos = (shared.prepare(names, plan=plan, version=version) if share
+             else [runner.prepare(name, plan=plan, version=version) for name in names])
     for info in infos:
         done = runner.manifest(info.run_id).num_rows
         say(f"run {info.run_id}: {info.recording} v{info.input_version}, {info.total} events, "

@@ -2,7 +2,8 @@
 equals the composition of the stages' references over the raw events, and is the same for every
 batch plan of the first stage (downstream batch b consumes upstream batch b's output). Random 2-
 and 3-stage chains (window over select, window over window, QRE over window, select over QRE)
-with random predicates, lateness, NULLs and events on window boundaries."""
+with generated ``where:`` conditions on any stage (:mod:`predicates`), generated lateness,
+NULLs and events on window boundaries."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from predicates import conditions
 
 from engine.catalog import parse_query, parse_recording
 from engine.operator import SEQ, TIME
@@ -24,6 +26,12 @@ EV = parse_recording({"name": "ev", "key": "k", "time": "ts",
 RECORDINGS = {"ev": EV}
 #: Columns numbering the stream a stage reads (they depend on how keys interleave in a batch).
 NUMBERING = ("arrival_seq",)
+#: ``where:`` conditions over the recording's numbers (``v`` in 0..7, ``x`` in [0, 1]), over a
+#: window's rows (``n``, ``s``, ``hi`` of :func:`chains`' windows) and over a QRE's rows.
+ON_EVENTS = conditions({"v": "int", "x": "double"}, {"v": [0, 7], "x": [0.0, 1.0]})
+ON_WINDOWS = conditions({"n": "int", "s": "int", "hi": "double"},
+                        {"n": [1, 3], "s": [0, 14], "hi": [0.0, 1.0]}, leaves=3)
+ON_QRE = conditions({"value": "int"}, {"value": [0, 2]}, leaves=2)
 
 
 def chain_of(docs: list[dict]) -> list[QuerySpec]:
@@ -40,16 +48,24 @@ def select(name: str, source: object, where: str | None, columns: list[str]) -> 
             **({"where": where} if where else {})}
 
 
-def window(name: str, source: object, size: int, lateness: int, aggregates: dict) -> dict:
+def window(name: str, source: object, size: int, lateness: int, aggregates: dict,
+           where: str | None = None) -> dict:
     return {"name": name, "kind": "window", "input": source, "lateness": f"{lateness}us",
             "query": {"window": {"type": "tumbling", "size": f"{size}us"},
-                      "aggregates": aggregates}}
+                      "aggregates": aggregates}, **({"where": where} if where else {})}
 
 
-def qre(name: str, source: object, threshold: int, output: str, lateness: int) -> dict:
+def qre(name: str, source: object, threshold: int, output: str, lateness: int,
+        where: str | None = None) -> dict:
     return {"name": name, "kind": "qre", "input": source, "output": output,
             "lateness": f"{lateness}us",
-            "query": f"iter(eps(0), atom(n > {threshold}, 1) | atom(n <= {threshold}, 0), +)"}
+            "query": f"iter(eps(0), atom(n > {threshold}, 1) | atom(n <= {threshold}, 0), +)",
+            **({"where": where} if where else {})}
+
+
+def latenesses(size: int) -> st.SearchStrategy[int]:
+    """Lateness in µs: none, on and next to the window size, or any up to four windows."""
+    return st.one_of(st.sampled_from([0, size - 1, size, size + 1]), st.integers(0, 4 * size))
 
 
 @st.composite
@@ -57,23 +73,24 @@ def chains(draw: st.DrawFn) -> list[QuerySpec]:
     """A random 2- or 3-stage chain of one of the shapes the module docstring lists."""
     shape = draw(st.sampled_from(["window/select", "window/window", "qre/window",
                                   "select/qre/window", "window/window/select"]))
-    lateness = draw(st.sampled_from([0, 3, 10, 40]))
     size = draw(st.sampled_from([5, 10, 20]))
-    where = draw(st.sampled_from([None, "v > 2", "v IS NULL OR x < 0.5", "NOT v BETWEEN 3 AND 5"]))
+    lateness = draw(latenesses(size))
+    where = draw(st.none() | ON_EVENTS)
     aggregates = {"n": "count()", "s": "sum(v)", "hi": "max(x)"}
     sel = select("sel", "ev", where, ["k", "ts", "v", "x"])
-    win = window("win", "ev", size, lateness, aggregates)
+    win = window("win", "ev", size, lateness, aggregates, draw(st.none() | ON_EVENTS))
     docs = {
         "window/select": [sel, window("win", {"query": "sel"}, size, lateness, aggregates)],
         "window/window": [win, window("win2", {"query": "win"}, size * draw(
-            st.sampled_from([2, 3])), draw(st.sampled_from([0, size])),
-            {"n": "count()", "top": "max(hi)", "total": "sum(s)"})],
+            st.sampled_from([2, 3])), draw(latenesses(size)),
+            {"n": "count()", "top": "max(hi)", "total": "sum(s)"},
+            draw(st.none() | ON_WINDOWS))],
         "qre/window": [win, qre("q", {"query": "win"}, draw(st.integers(0, 3)),
                                 draw(st.sampled_from(["every", "changes"])),
-                                draw(st.sampled_from([0, size])))],
+                                draw(latenesses(size)), draw(st.none() | ON_WINDOWS))],
         "select/qre/window": [win, qre("q", {"query": "win"}, 1, "every", 0),
-                              select("sel2", {"query": "q"}, draw(st.sampled_from(
-                                  [None, "value >= 1"])), ["k", "event_time", "value"])],
+                              select("sel2", {"query": "q"}, draw(st.none() | ON_QRE),
+                                     ["k", "event_time", "value"])],
         "window/window/select": [sel, window("win", {"query": "sel"}, size, lateness,
                                              aggregates),
                                  window("win2", {"query": "win"}, size * 2, 0,

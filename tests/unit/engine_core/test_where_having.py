@@ -72,6 +72,18 @@ def test_events_failing_where_never_move_the_watermark():
     assert [r[3:] for r in rows] == [(1, 1, 0.0), (1, 2, 1.0)]  # (n, s, hi) of [10,20), [20,30)
 
 
+@pytest.mark.parametrize("where", ["v IS NULL AND v IS NOT NULL", "x IS NULL OR x IS NOT NULL"])
+def test_a_where_whose_canonical_form_is_a_constant_filters_the_reference_too(where):
+    """A condition that names columns but is always FALSE (or TRUE) has no columns in its
+    canonical form; the reference tests it on every row as the run does."""
+    events = frame([("a", 10, 1, 0.0), ("a", 12, None, None), ("b", 30, 3, 0.5)])
+    query = window(where=where)
+    assert not query.where.columns
+    rows, _ = run(query, events, [1])
+    assert rows == reference(query, events)[0]
+    assert len(rows) == (0 if "AND" in where else 2)  # (a: [10, 20), b: [30, 40))
+
+
 def test_where_filters_qre_events_before_the_watermark_and_the_quarantine():
     """A QRE reading ``v`` quarantines events with v null, unless ``where`` drops them first."""
     doc = {"name": "q", "kind": "qre", "input": "ev", "lateness": "5us", "output": "every",

@@ -209,6 +209,15 @@ def test_replay_of_queries_on_different_recordings_says_which_each_reads():
         result.output
 
 
+def test_replay_of_a_stage_with_a_query_on_a_recording_says_what_each_reads():
+    # stages over one upstream query share its stream; a stage and a recording's query do not
+    result = CliRunner().invoke(app, ["replay", "vitals_tachy_alert", "vitals_low_spo2",
+                                      "--catalog", str(SCHEMAS)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert ("vitals_tachy_alert reads the output of query vitals_hr_1m, vitals_low_spo2 reads "
+            "vitals") in result.output
+
+
 def test_replay_of_several_queries_refuses_one_run_id():
     result = CliRunner().invoke(app, ["replay", "vitals_hr_1m", "vitals_low_spo2", "--run-id",
                                       "x", "--catalog", str(SCHEMAS)])
