@@ -111,8 +111,9 @@ DELTA_SPARK_SLOW = pytest.mark.delta_spark_slow
 def test_bucket_tasks_read_the_range_once_in_the_layout(spark, backend_storage, buckets):
     """Input bytes the tasks read (``run.json``'s ``input_bytes``) are the range's bytes within
     10 % whatever the bucket count; without the layout every task (one per group of buckets:
-    ``task_groups``) reads the whole range (the delta-spark leg runs with 8 buckets, and with
-    all three among the slow tests)."""
+    ``task_groups``) reads the whole range; the run's state is a file per task whatever the
+    bucket count (the delta-spark leg runs with 8 buckets, and with all three among the slow
+    tests)."""
     storage = backend_storage  # (each backend in turn)
     replay = make_replay(spark, storage, many_keys(6000, 500, seed=buckets), commits=3)
     replay.engine = "spark"
@@ -136,6 +137,9 @@ def test_bucket_tasks_read_the_range_once_in_the_layout(spark, backend_storage, 
     tasks = len(task_groups(spark, buckets))
     assert 1 < tasks <= buckets
     assert plain_read >= size(plain.files) * tasks * 0.9  # (each task read everything)
+    # a state file per task's group of buckets, not per bucket
+    state = replay.storage.live_files(replay.warehouse.run_table("laid", "state"))
+    assert len(state) == tasks
     assert output_rows(replay, "laid") == output_rows(replay, "plain")
 
 
