@@ -1,5 +1,4 @@
-"""Benchmark: a replay's cost as its buckets and its recording grow, with and without the
-key-hash layout, against the driver's.
+"""Benchmark: a replay's cost as its buckets and its recording grow, in and out of the layout.
 
 Generates the vitals recording (default 1,000,000 events, 1,000 patients, 20 commits; written in
 the key-hash layout) and a copy of it without the layout (the same rows and arrival order, as a
