@@ -1,18 +1,19 @@
-"""The worker side of a run: one bucket of keys stepped through a group of batches.
+"""The worker side of a run: a bucket of keys, or a range of buckets as one, stepped through a
+group of batches.
 
 Keys are hashed into a fixed number of buckets (:mod:`jobs.execution.bucketing`). The events of a
 group of consecutive batches reach their bucket either by Spark's shuffle
-(:mod:`jobs.execution.spark_exchange`) or by each bucket's task reading the input files itself
-(:mod:`jobs.execution.direct_exchange`), and each bucket runs in a Python worker that reads the
-bucket's current state (its own file, or its rows of a file of every bucket: see
-:func:`run_bucket`), steps the engine through the group's batches in order, and writes each batch's
-output and new state rows, and the job's late and quarantined events, as Parquet files straight
-into the run's tables (:mod:`jobs.execution.step_files`). Workers return only file descriptions:
-the driver never collects rows; it commits the listed files to Delta, batch by batch. A bucket
-without events in a batch keeps its state file. One Spark job per group of batches (so its fixed
-cost is shared), one set of commits per batch. Operators that use key values only to group and
-order rows (window operators) get integer codes that sort like the values; the worker writes the
-values back."""
+(:mod:`jobs.execution.spark_exchange`, a task per bucket) or by each task reading the input files
+itself for a range of buckets (:mod:`jobs.execution.direct_exchange`), and each task runs in a
+Python worker that reads its buckets' current state (their rows of the state files that hold
+them: see :func:`run_bucket`), steps the engine through the group's batches in order, and writes
+each batch's output and new state rows, and the job's late and quarantined events, as Parquet
+files straight into the run's tables (:mod:`jobs.execution.step_files`). Workers return only
+file descriptions: the driver never collects rows; it commits the listed files to Delta, batch
+by batch. Buckets without events in a batch keep their state file. One Spark job per group of
+batches (so its fixed cost is shared), one set of commits per batch. Operators that use key
+values only to group and order rows (window operators) get integer codes that sort like the
+values; the worker writes the values back."""
 
 from __future__ import annotations
 
