@@ -11,6 +11,7 @@ the ranges bucketed by the hash modulo the bucket count (``modulo``): they keep 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,19 @@ def hash_range(bucket: int, buckets: int) -> tuple[int, int]:
     """The key hashes ``[lo, hi)`` of ``bucket`` of ``buckets`` (see :func:`hash_buckets`)."""
     width = -(-HASHES // buckets)
     return bucket * width, min((bucket + 1) * width, HASHES)
+
+
+def in_group(of: np.ndarray, group: range) -> np.ndarray:
+    """Whether each bucket of ``of`` is one of the consecutive buckets ``group``."""
+    return (of >= group.start) & (of < group.stop)
+
+
+def bucket_groups(buckets: int, tasks: int) -> list[range]:
+    """The buckets cut into ``tasks`` groups of consecutive buckets (fewer when there are fewer
+    buckets), their sizes differing by one at most."""
+    count = max(1, min(buckets, tasks))
+    cuts = [buckets * i // count for i in range(count + 1)]
+    return [range(a, b) for a, b in pairwise(cuts)]
 
 
 def key_buckets(keys: pa.ChunkedArray, buckets: int, modulo: bool = False) -> np.ndarray:

@@ -2,9 +2,9 @@
 stepped in one task through one group of batches (the exchange law: no intermediate table, no
 second shuffle).
 
-Each bucket's task of the upstream (:func:`upstream_part`) steps its keys as a run of its own
-does and writes its files; besides their descriptions it returns each batch's output rows as
-they were written (Arrow IPC). Those rows become the stage's events of the same batch, in
+Each task of the upstream (a range of buckets, :func:`upstream_part`) steps its keys as a run
+of its own does and writes its files; besides their descriptions it returns each batch's output
+rows as they were written (Arrow IPC). Those rows become the stage's events of the same batch, in
 emission order (:func:`stream_rows`), numbered from the stage's cut point of
 the group's first batch: exactly the stream its separate run would read back from its input
 table. The stage's operator then steps those batches (after the upstream's end-of-input flush,
@@ -26,7 +26,7 @@ import pyarrow as pa
 from engine.operator import SEQ, TIME, exact_pandas
 from engine.specs import QuerySpec
 from jobs.execution.bucketing import key_buckets
-from jobs.execution.direct_exchange import bucket_events, range_events, read_row
+from jobs.execution.direct_exchange import step_group
 from jobs.execution.keyed_steps import batch_buckets, run_bucket
 from jobs.execution.step_files import count_row
 from jobs.execution.step_plan import StepPlan
@@ -83,32 +83,21 @@ def stage_events(feed: tuple[int, ...], flush: int | None, stage: StepPlan, quer
     return plan, events, of
 
 
-def upstream_part(upstream: StepPlan, files: list[dict], buckets: int, bucket: int | None,
+def upstream_part(upstream: StepPlan, files: list[dict], buckets: int, group: range,
                   sink: list[pa.Table] | None = None) -> pd.DataFrame:
-    """The upstream's task of one bucket (None: every bucket as one) over the group's input
-    ``files``, as a run of its own steps it: its file rows and input bytes read, and an
+    """The upstream's task of the buckets ``group`` over the group's input ``files``, as a run
+    of its own steps it (:func:`step_group`): its file rows and input bytes read, and an
     :data:`EMITTED` row per batch with output, holding those rows (Arrow IPC) for the stage;
     ``sink``: in the driver, the output tables go there instead (not serialized)."""
-    ranged, nbytes = range_events(upstream, files, buckets, bucket)
     emitted: dict[int, pa.Table | None] = {}
-    if bucket is None:  # every bucket's keys at once (see execute_direct)
-        of = np.concatenate([np.empty(0, "int64"), *(o for _, _, o in ranged)])
-        seq = np.concatenate([np.empty(0, "int64"), *(s for _, s, _ in ranged)])
-        rows = run_bucket(upstream, 0, bucket_events(upstream, None, buckets, ranged),
-                          by_bucket=batch_buckets(upstream, of, seq, buckets),
-                          emitted=emitted.__setitem__)
-    else:
-        rows = run_bucket(upstream, bucket, bucket_events(upstream, bucket, buckets, ranged),
-                          emitted=emitted.__setitem__)
+    rows = step_group(upstream, files, buckets, group, emitted=emitted.__setitem__)
     tables = [t for t in emitted.values() if t is not None]
     if sink is not None:
         sink += tables
     sent = [] if sink is not None else [
-        {**count_row(int(t.column("batch")[0].as_py()), EMITTED,
-                     -1 if bucket is None else bucket, t.num_rows), IPC: ipc_bytes(t)}
-        for t in tables]
-    return pd.concat([rows, pd.DataFrame([read_row(upstream, nbytes), *sent])],
-                     ignore_index=True)
+        {**count_row(int(t.column("batch")[0].as_py()), EMITTED, group[0], t.num_rows),
+         IPC: ipc_bytes(t)} for t in tables]
+    return pd.concat([rows, pd.DataFrame(sent)], ignore_index=True) if sent else rows
 
 
 def ipc_bytes(table: pa.Table) -> bytes:
@@ -145,5 +134,5 @@ def stage_part(feed: tuple[int, ...], flush: int | None, stage: StepPlan, query:
         if sink is not None and table is not None:
             sink.append(table)
 
-    return run_bucket(plan, 0, events, by_bucket=batch_buckets(
+    return run_bucket(plan, range(stage.buckets), events, by_bucket=batch_buckets(
         plan, keys, events[SEQ].to_numpy(dtype="int64"), stage.buckets), emitted=hand_on)

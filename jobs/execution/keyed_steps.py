@@ -1,18 +1,19 @@
-"""The worker side of a run: one bucket of keys stepped through a group of batches.
+"""The worker side of a run: a bucket of keys, or a range of buckets as one, stepped through a
+group of batches.
 
 Keys are hashed into a fixed number of buckets (:mod:`jobs.execution.bucketing`). The events of a
 group of consecutive batches reach their bucket either by Spark's shuffle
-(:mod:`jobs.execution.spark_exchange`) or by each bucket's task reading the input files itself
-(:mod:`jobs.execution.direct_exchange`), and each bucket runs in a Python worker that reads the
-bucket's current state (its own file, or its rows of a file of every bucket: see
-:func:`run_bucket`), steps the engine through the group's batches in order, and writes each batch's
-output and new state rows, and the job's late and quarantined events, as Parquet files straight
-into the run's tables (:mod:`jobs.execution.step_files`). Workers return only file descriptions:
-the driver never collects rows; it commits the listed files to Delta, batch by batch. A bucket
-without events in a batch keeps its state file. One Spark job per group of batches (so its fixed
-cost is shared), one set of commits per batch. Operators that use key values only to group and
-order rows (window operators) get integer codes that sort like the values; the worker writes the
-values back."""
+(:mod:`jobs.execution.spark_exchange`, a task per bucket) or by each task reading the input files
+itself for a range of buckets (:mod:`jobs.execution.direct_exchange`), and each task runs in a
+Python worker that reads its buckets' current state (their rows of the state files that hold
+them: see :func:`run_bucket`), steps the engine through the group's batches in order, and writes
+each batch's output and new state rows, and the job's late and quarantined events, as Parquet
+files straight into the run's tables (:mod:`jobs.execution.step_files`). Workers return only
+file descriptions: the driver never collects rows; it commits the listed files to Delta, batch
+by batch. Buckets without events in a batch keep their state file. One Spark job per group of
+batches (so its fixed cost is shared), one set of commits per batch. Operators that use key
+values only to group and order rows (window operators) get integer codes that sort like the
+values; the worker writes the values back."""
 
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ import pyarrow.parquet as pq
 
 from engine.operator import REASON, SEQ, TIME
 from engine.ordering import in_order
-from jobs.execution.bucketing import key_buckets
+from jobs.execution.bucketing import in_group, key_buckets
 from jobs.execution.key_codes import KeyValues, factorized, key_codes
 from jobs.execution.step_files import (
     _COLUMNS,
     arrow_table,
-    bucket_of_file,
+    buckets_of_file,
     count_row,
     event_table,
     output_table,
@@ -67,24 +68,24 @@ def _per_batch(events: pd.DataFrame, ends: np.ndarray) -> list[pd.DataFrame]:
     return [events.iloc[a:b] for a, b in zip(np.r_[0, bounds][:-1], bounds, strict=True)]
 
 
-def _load_state(plan: StepPlan, bucket: int | None) -> pd.DataFrame:
-    """The state of ``bucket`` (None: of every bucket) before the plan's batches."""
+def _load_state(plan: StepPlan, group: range) -> pd.DataFrame:
+    """The state of the buckets ``group`` before the plan's batches."""
     codec = plan.op.state_codec
-    files = (plan.state_files.get(bucket, []) if bucket is not None
-             else list(dict.fromkeys(f for b in sorted(plan.state_files)
-                                     for f in plan.state_files[b])))
+    files = list(dict.fromkeys(f for b in group for f in plan.state_files.get(b, [])))
     if not files:
         return plan.op.init()
     table = pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files)
-    if bucket is not None and _of_every_bucket(plan, bucket):  # this bucket's rows of it
-        table = table.filter(pa.array(
-            key_buckets(table.column(plan.op.key), plan.buckets, plan.modulo_buckets) == bucket))
+    if _beyond(plan, group):  # the group's rows of files holding other buckets too
+        of = key_buckets(table.column(plan.op.key), plan.buckets, plan.modulo_buckets)
+        table = table.filter(pa.array(in_group(of, group)))
     return codec.decode(table)
 
 
-def _of_every_bucket(plan: StepPlan, bucket: int) -> bool:
-    """Whether the bucket's state is in a file of every bucket (it is then the only file)."""
-    return any(bucket_of_file(f) is None for f in plan.state_files.get(bucket, []))
+def _beyond(plan: StepPlan, group: range) -> bool:
+    """Whether a state file of the buckets ``group`` holds buckets outside it too (a file of
+    every bucket, or of another grouping of the buckets)."""
+    return any(not set(buckets_of_file(f, plan.buckets)) <= set(group)
+               for b in group for f in plan.state_files.get(b, []))
 
 
 @dataclass(frozen=True)
@@ -145,41 +146,43 @@ def coded_state(state: pd.DataFrame, split: BucketSplit
     return state, good_of, keys
 
 
-def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
+def run_bucket(plan: StepPlan, bucket: int | range, events: pd.DataFrame | BucketSplit,
                by_bucket: np.ndarray | None = None,
                emitted: Callable[[int, pa.Table | None], None] | None = None) -> pd.DataFrame:
-    """The worker side: step one bucket of keys through the plan's batches (``events``: the
-    bucket's, or their :func:`split_bucket`). ``by_bucket``: ``events`` hold the keys of
-    every bucket, with ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch:
-    the buckets step as one (the operators are key by key), and a batch with events writes one
-    state file of every bucket (see :func:`execute_direct`); in a shared job the counts include
-    the events the cluster's W dropped (they count as seen, stepped past like events failing
-    ``where:``). A bucket stepped alone whose state is in a file of every bucket writes its
-    own part of it in every batch, events or not, so that each batch's commit covers every
-    bucket and drops that file (the first commits may be an earlier attempt's, found done).
-    ``emitted`` hears each batch's output rows as they are written (a fused pipeline stage
-    reads them: :mod:`jobs.execution.fused_steps`)."""
+    """The worker side: step one bucket, or a range of consecutive buckets as one, through the
+    plan's batches (``events``: theirs, or their :func:`split_bucket`). ``by_bucket`` (with a
+    range of buckets): ``by_bucket[i, b]`` events of bucket ``b`` in the plan's ``i``-th batch
+    (a column per bucket of the run): the buckets step as one (the operators are key by key),
+    and a batch with events of any of them writes one state file of them all (see
+    :func:`execute_direct`); in a shared job the counts include the events the cluster's W
+    dropped (they count as seen, stepped past like events failing ``where:``). Buckets whose
+    state is in a file holding other buckets too write their part of it in every batch,
+    events or not, so that each batch's commit covers every bucket of that file and drops it
+    (the first commits may be an earlier attempt's, found done). ``emitted`` hears each
+    batch's output rows as they are written (a fused pipeline stage reads them:
+    :mod:`jobs.execution.fused_steps`)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
-    state = _load_state(plan, bucket if by_bucket is None else None)
+    group = bucket if isinstance(bucket, range) else range(bucket, bucket + 1)
+    state = _load_state(plan, group)
     rows: list[dict | None] = []
     split = events if isinstance(events, BucketSplit) else split_bucket(plan, events)
     good_of, keys = split.good_of, split.keys
     if keys is not None:
         state, good_of, keys = coded_state(state, split)
     schemas = plan.schemas
-    own = by_bucket is None and _of_every_bucket(plan, bucket)
+    own = _beyond(plan, group)
     pending: dict[str, list[pd.DataFrame]] = {"late": [], "quarantine": []}  # to be written
     steps = _steps(plan)
     for i, (batch, _, _) in enumerate(steps):
         batch_good, batch_bad = good_of[i], split.bad_of[i]
-        seen_of = ({bucket: len(batch_good) + len(batch_bad)} if by_bucket is None else
-                   {b: int(n) for b, n in enumerate(by_bucket[i])})
-        if not sum(seen_of.values()):  # no event of this bucket in this batch: same state
+        seen_of = ({group[0]: len(batch_good) + len(batch_bad)} if by_bucket is None else
+                   {b: int(by_bucket[i, b]) for b in group})
+        if not sum(seen_of.values()):  # no event of these buckets in this batch: same state
             if not own:
                 continue  # (its state file stays)
-            rows.append(count_row(batch, "input", bucket, 0))
+            rows += [count_row(batch, "input", b, 0) for b in group]
         else:
             result = op.step(state, batch_good)
             state = result.state
@@ -188,28 +191,27 @@ def run_bucket(plan: StepPlan, bucket: int, events: pd.DataFrame | BucketSplit,
             output = output_table(result.output, schemas["output"], batch, keys)
             if emitted is not None:
                 emitted(batch, output)
-            rows.append(write_part(plan, batch, "output", output, bucket))
+            rows.append(write_part(plan, batch, "output", output, group))
             for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
-                rows.append(count_row(batch, kind, bucket, sum(len(f) for f in found)))
+                rows.append(count_row(batch, kind, group[0], sum(len(f) for f in found)))
                 if batch > plan.events_done.get(kind, -1):
                     pending[kind] += found
         table = None if state.empty else arrow_table(state, schemas["state"], keys,
                                                            dictionary=True)
-        rows.append(write_part(plan, batch, "state", table, bucket if by_bucket is None else None))
+        rows.append(write_part(plan, batch, "state", table, group))
     if steps:  # the job's late and quarantined events: one file each
         last = steps[-1][0]
         rows += [write_part(plan, last, "late", event_table(pending["late"], schemas["late"], keys),
-                        bucket),
+                            group),
                  write_part(plan, last, "quarantine", event_table(pending["quarantine"],
-                                                              schemas["quarantine"]), bucket)]
+                                                                  schemas["quarantine"]), group)]
     if plan.finish:  # the end-of-input flush: the plan's last batch
         batch = plan.batches[-1][0]
-        rows += [count_row(batch, "input", b, 0) for b in ([bucket] if by_bucket is None
-                                                        else range(by_bucket.shape[1]))]
+        rows += [count_row(batch, "input", b, 0) for b in group]
         output = output_table(op.finish(state), schemas["output"], batch, keys)
         if emitted is not None:
             emitted(batch, output)
-        rows.append(write_part(plan, batch, "output", output, bucket))
+        rows.append(write_part(plan, batch, "output", output, group))
     return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
 
 

@@ -30,16 +30,27 @@ _FILES_ARROW = pa.schema([(c, pa.string() if c in ("kind", "path", "stats") else
                           for c in _COLUMNS])
 
 
-_BUCKET_FILE = re.compile(r"part-b(\d+|all)-")
+_BUCKET_FILE = re.compile(r"part-b(\d+|all)(?:_(\d+))?-")
 
 
-def bucket_of_file(path: str) -> int | None:
-    """The bucket a state file belongs to (encoded in its name by :func:`write_part`); None for a
-    file holding the state of every bucket (written where the buckets step as one)."""
+def part_name(group: range, buckets: int) -> str:
+    """How a worker's file names the buckets it holds (see :func:`buckets_of_file`)."""
+    if group == range(buckets):
+        return "all"
+    return f"{group[0]:05d}" if len(group) == 1 else f"{group[0]:05d}_{group[-1]:05d}"
+
+
+def buckets_of_file(path: str, buckets: int) -> range:
+    """The buckets (of a run's ``buckets``) whose state a state file holds, as its name says
+    (:func:`write_part`): one bucket (``part-b00003-``), a group of consecutive buckets that
+    one task stepped as one (``part-b00004_00007-``) or every bucket (``part-ball-``)."""
     m = _BUCKET_FILE.search(path.rsplit("/", 1)[-1])
     if not m:
         raise ValueError(f"state file {path} does not carry a bucket number")
-    return None if m.group(1) == "all" else int(m.group(1))
+    if m.group(1) == "all":
+        return range(buckets)
+    first = int(m.group(1))
+    return range(first, int(m.group(2) or first) + 1)
 
 
 #: The late and quarantine tables' column of an event's arrival sequence (``SEQ`` in a batch).
@@ -86,14 +97,14 @@ def output_table(frame: pd.DataFrame, schema: pa.Schema, batch: int,
 
 
 def write_part(plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
-               bucket: int | None) -> dict | None:
-    """Write ``table`` (None: nothing) as the bucket's Parquet file of ``kind`` for ``batch``
-    (``bucket`` None: a state file of every bucket); returns its file row."""
+               group: range) -> dict | None:
+    """Write ``table`` (None: nothing) as the Parquet file of ``kind`` for ``batch`` of the
+    buckets ``group`` (named so: :func:`buckets_of_file`); returns its file row."""
     if table is None:
         return None
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
-    of = "all" if bucket is None else f"{bucket:05d}"
+    of = part_name(group, plan.buckets)
     path = f"{plan.dirs[kind]}/part-b{of}-n{batch:06d}-a{attempt}.parquet"
     # dictionary pages only for text: on numbers they cost more time than they save space;
     # integers and times delta-packed (on a 97,000-row select output: a quarter less time and
@@ -115,7 +126,7 @@ def write_part(plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
     data = sink.getvalue()
     _write_file(path, data)
     rows, stats = file_stats(path, footer[0], {n: table.column(n).null_count for n in coded})
-    return {"batch": batch, "kind": kind, "bucket": -1 if bucket is None else bucket,
+    return {"batch": batch, "kind": kind, "bucket": group[0] if len(group) == 1 else -1,
             "path": path, "size": data.size,
             "rows": rows, "stats": stats}
 

@@ -40,7 +40,7 @@ from engine.operator import KeyedOperator
 from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index, overlapping
 from jobs.execution.derived_columns import WorkerDerive, in_workers
-from jobs.execution.direct_exchange import per_task
+from jobs.execution.direct_exchange import per_task, task_groups
 from jobs.execution.fused_steps import (
     EMITTED,
     emitted_tables,
@@ -258,14 +258,15 @@ class FusedRuns:
         lo, hi = uplan.batches[0][1], uplan.batches[-1][2]
         choice = engine_for(replay.engine, replay.spark, up, uctx, first, replay.batches_per_job)
         files = overlapping(up.files, lo, hi)
-        if choice.engine == "spark":  # a task per bucket, as the upstream's own run
-            rows = per_task(replay.spark, list(range(up.buckets)),
-                            lambda bucket: upstream_part(uplan, files, up.buckets, bucket))
+        if choice.engine == "spark":  # a task per group of buckets, as the upstream's own run
+            rows = per_task(replay.spark, task_groups(replay.spark, up.buckets),
+                            lambda group: upstream_part(uplan, files, up.buckets, group))
             tables = emitted_tables(rows)
             rows = [r for r in rows if r["kind"] != EMITTED]
         else:
             tables = []
-            rows = upstream_part(uplan, files, up.buckets, None, tables).to_dict("records")
+            rows = upstream_part(uplan, files, up.buckets, range(up.buckets),
+                                 tables).to_dict("records")
         return (uplan, ulive, ugroup, rows, state), group_output(uplan, tables), choice
 
     def state_before(self, info: RunInfo, first: int, at: dict[str, RunProgress]

@@ -36,7 +36,7 @@ from jobs.execution.derived_columns import WorkerDerive, exchange_for, in_worker
 from jobs.execution.direct_exchange import execute_direct, execute_finish
 from jobs.execution.merged_inputs import merge_inputs
 from jobs.execution.spark_exchange import execute_step
-from jobs.execution.step_files import bucket_of_file
+from jobs.execution.step_files import buckets_of_file
 from jobs.execution.step_plan import KINDS, StepFiles, StepPlan
 from jobs.runs.engine_choice import engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
@@ -253,9 +253,8 @@ class Replay:
         live = (self.storage.live_files(tables["state"], state_version)
                 if state_version is not None else [])
         state_files: dict[int, list[str]] = {}
-        for f in live:  # (a file of every bucket is each bucket's)
-            of = bucket_of_file(f.path)
-            for bucket in range(info.buckets) if of is None else [of]:
+        for f in live:  # (a file of a group of buckets is each of theirs)
+            for bucket in buckets_of_file(f.path, info.buckets):
                 state_files.setdefault(bucket, []).append(f.path)
         bounds = self.bounds(info, group)
         plan = StepPlan(op=op, batches=tuple((b, *bounds[b]) for b in group),

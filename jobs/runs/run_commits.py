@@ -16,7 +16,7 @@ from functools import partial
 
 import pyarrow as pa
 
-from jobs.execution.step_files import bucket_of_file
+from jobs.execution.step_files import buckets_of_file
 from jobs.execution.step_plan import StepFiles, StepPlan
 from jobs.runs.run_info import ReplayError, RunInfo
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
@@ -166,15 +166,13 @@ def _commit_states(storage: DeltaStorage, info: RunInfo, path: str, schema: pa.S
                    batches: list[int], steps: dict[int, StepFiles], live: list[LiveFile]
                    ) -> dict[int, tuple[int, int, int]]:
     """Commit the state files of ``batches`` in order, each replacing its buckets' files (a
-    file of every bucket once every bucket has stepped past it): (version, rows, bytes) of
-    the state after each batch."""
+    file of a group of buckets once every bucket of it has stepped past it): (version, rows,
+    bytes) of the state after each batch."""
     after = {}
     for batch in batches:
         step = steps[batch]
-        every = step.buckets >= set(range(info.buckets))
         replaced = [f.path for f in live
-                    if bucket_of_file(f.path) in step.buckets
-                    or (every and bucket_of_file(f.path) is None)]
+                    if step.buckets.issuperset(buckets_of_file(f.path, info.buckets))]
         version, skipped = commit_files(storage, path, step.staged["state"], schema,
                                         info.txn("state", batch), batch_meta(info, batch),
                                         remove=replaced)

@@ -142,7 +142,7 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
     if not files:
         none = np.empty(0, "int64")
         idle = batch_buckets(first, none, none, buckets)
-        return _concat([run_bucket(m.plan, 0, no_events(m.plan), by_bucket=idle)
+        return _concat([run_bucket(m.plan, range(buckets), no_events(m.plan), by_bucket=idle)
                         .assign(**{QUERY: m.name}) for m in members])
     for shared in {id(s): s for m in members for s in (m.share, m.passing) if s}.values():
         shared.reset()  # (the driver runs the parts one after the other with these objects)
@@ -194,7 +194,7 @@ def shared_part(members: list[Member], files: list[dict], buckets: int) -> pd.Da
         split = (*stream, m.plan.op.codes_keys)
         if split not in splits:
             splits[split] = split_bucket(m.plan, streams[stream])
-        out.append(run_bucket(m.plan, 0, splits[split], by_bucket=by_bucket[key])
+        out.append(run_bucket(m.plan, range(buckets), splits[split], by_bucket=by_bucket[key])
                    .assign(**{QUERY: m.name}))
     return _concat(out)
 

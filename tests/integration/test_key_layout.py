@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from engine.catalog import load_catalog
 from jobs.cli.app import app
 from jobs.execution.arrival import input_index
+from jobs.execution.direct_exchange import task_groups
 from jobs.execution.input_files import read_range
 from jobs.recordings.layout import layout_key
 from jobs.recordings.optimize import optimize_recording
@@ -109,8 +110,10 @@ DELTA_SPARK_SLOW = pytest.mark.delta_spark_slow
                                      pytest.param(32, marks=DELTA_SPARK_SLOW)])
 def test_bucket_tasks_read_the_range_once_in_the_layout(spark, backend_storage, buckets):
     """Input bytes the tasks read (``run.json``'s ``input_bytes``) are the range's bytes within
-    10 % whatever the bucket count; without the layout every task reads the whole range (the
-    delta-spark leg runs with 8 buckets, and with all three among the slow tests)."""
+    10 % whatever the bucket count; without the layout every task (one per group of buckets:
+    ``task_groups``) reads the whole range; the run's state is a file per task whatever the
+    bucket count (the delta-spark leg runs with 8 buckets, and with all three among the slow
+    tests)."""
     storage = backend_storage  # (each backend in turn)
     replay = make_replay(spark, storage, many_keys(6000, 500, seed=buckets), commits=3)
     replay.engine = "spark"
@@ -131,7 +134,12 @@ def test_bucket_tasks_read_the_range_once_in_the_layout(spark, backend_storage, 
                                                      replay.storage.version(path))])
     assert laid_size * 0.9 <= replay_info(replay, "laid").input_bytes <= laid_size * 1.1
     plain_read = replay_info(replay, "plain").input_bytes
-    assert plain_read >= size(plain.files) * buckets * 0.9  # (each task read everything)
+    tasks = len(task_groups(spark, buckets))
+    assert 1 < tasks <= buckets
+    assert plain_read >= size(plain.files) * tasks * 0.9  # (each task read everything)
+    # a state file per task's group of buckets, not per bucket
+    state = replay.storage.live_files(replay.warehouse.run_table("laid", "state"))
+    assert len(state) == tasks
     assert output_rows(replay, "laid") == output_rows(replay, "plain")
 
 

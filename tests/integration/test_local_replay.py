@@ -8,8 +8,9 @@ import pyarrow as pa
 import pytest
 from test_replay import make_replay, output_rows
 
-from jobs.execution.bucketing import key_buckets
-from jobs.execution.step_files import bucket_of_file
+from jobs.execution import direct_exchange
+from jobs.execution.bucketing import bucket_groups, key_buckets
+from jobs.execution.step_files import buckets_of_file
 from jobs.runs.replay import Replay
 from jobs.runs.validate import validate_run
 from jobs.runtime.lazy_session import LazySpark
@@ -60,13 +61,14 @@ def test_a_driver_run_writes_one_state_file_a_batch_with_the_rows_of_the_spark_t
         info = runner.prepare(query, plan="rows:30", run_id=f"state-{query}-{name}")
         path = replay.warehouse.run_table(info.run_id, "state")
         manifest = runner.run(info).to_pylist()[:-1]  # (the flush commits no state)
-        files.append([sorted(bucket_of_file(f.path) for f in replay.storage.live_files(
-            path, row["state_version"])) for row in manifest])
+        files.append([sorted((buckets_of_file(f.path, info.buckets) for f in
+                              replay.storage.live_files(path, row["state_version"])),
+                             key=str) for row in manifest])
         states.append([bucket_rows(replay, query, info.run_id, row["state_version"],
                                    info.buckets) for row in manifest])
     assert not lazy.started
-    assert len(files[0]) == 7 and all(live == [None] for live in files[0])
-    assert all(live == [0, 1] for live in files[1])
+    assert len(files[0]) == 7 and all(live == [range(2)] for live in files[0])
+    assert all(live == [range(0, 1), range(1, 2)] for live in files[1])
     assert states[0] == states[1]
 
 
@@ -93,7 +95,7 @@ def test_spark_tasks_go_on_from_a_state_file_of_every_bucket(spark, storage, que
     with pytest.raises(Stop):
         mixed.run(info)
     path = replay.warehouse.run_table(info.run_id, "state")
-    assert [bucket_of_file(f.path) for f in replay.storage.live_files(path)] == [None]
+    assert [buckets_of_file(f.path, 2) for f in replay.storage.live_files(path)] == [range(2)]
     manifests = [replay.run(info).to_pylist()]  # (its first job: batches 2 to the end)
     straight = replay.prepare(query, plan="rows:1", run_id=f"straight-{query}")
     manifests.append(replay.run(straight).to_pylist())
@@ -106,5 +108,58 @@ def test_spark_tasks_go_on_from_a_state_file_of_every_bucket(spark, storage, que
                for row in rows[:-1]] for run, rows in zip((info.run_id, straight.run_id),
                                                           manifests, strict=True)]
     assert states[0] == states[1]
-    assert sorted(bucket_of_file(f.path) for f in replay.storage.live_files(path)) == [0, 1]
+    assert sorted((buckets_of_file(f.path, 2) for f in replay.storage.live_files(path)),
+                  key=str) == [range(0, 1), range(1, 2)]
+    assert validate_run(replay, replay.catalog, info.run_id).ok
+
+
+#: How the first and the later jobs of a run group its 8 buckets into tasks (tasks per job):
+#: one bucket a task (as runs made before tasks stepped groups), the session's cores, three
+#: groups that straddle the cores' groups.
+GROUPINGS = {"one": 8, "cores": None, "three": 3}
+
+
+@pytest.mark.parametrize(("first", "then"), [("one", "cores"), ("cores", "one"),
+                                             ("three", "cores")])
+def test_a_run_goes_on_with_other_groups_of_buckets_per_task(spark, storage, monkeypatch,
+                                                             first, then):
+    """A run whose first job's tasks stepped the buckets in one grouping (state files of
+    those groups; the second job stopped before its manifest commit) goes on with tasks of
+    another grouping: each task reads its buckets' rows of those files, and the run equals a
+    run made in one grouping from the start, batch for batch, state by bucket included."""
+    from test_key_layout import make_replay as replay_of
+    from test_key_layout import many_keys
+
+    replay = dataclasses.replace(replay_of(spark, storage, many_keys(1200, 120, seed=3),
+                                           commits=3),
+                                 engine="spark", settings=Settings(buckets=8,
+                                                                   exchange="direct"))
+    cores = direct_exchange.task_groups
+
+    def grouped(name: str) -> None:
+        tasks = GROUPINGS[name]
+        monkeypatch.setattr(direct_exchange, "task_groups", cores if tasks is None else
+                            lambda _, buckets: bucket_groups(buckets, tasks))
+
+    def stop_at_second_job(run_id: str, group: list[int]) -> None:
+        if group[0] > 0:
+            raise Stop
+
+    grouped(first)
+    mixed = dataclasses.replace(replay, batches_per_job=2, before_manifest=stop_at_second_job)
+    info = mixed.prepare("ev_w", plan="rows:150", run_id=f"groups-{first}-{then}")
+    with pytest.raises(Stop):
+        mixed.run(info)
+    path = replay.warehouse.run_table(info.run_id, "state")
+    expected = bucket_groups(8, GROUPINGS[first] or spark.sparkContext.defaultParallelism)
+    assert sorted((buckets_of_file(f.path, 8) for f in replay.storage.live_files(path)),
+                  key=lambda r: r.start) == expected
+    grouped(then)
+    manifests = [replay.run(info).to_pylist()]
+    straight = replay.prepare("ev_w", plan="rows:150", run_id=f"straight-{first}-{then}")
+    manifests.append(replay.run(straight).to_pylist())
+    assert output_rows(replay, info.run_id) == output_rows(replay, straight.run_id)
+    states = [[bucket_rows(replay, "ev_w", run, row["state_version"], 8) for row in rows[:-1]]
+              for run, rows in zip((info.run_id, straight.run_id), manifests, strict=True)]
+    assert states[0] == states[1] and len(states[0]) == 8
     assert validate_run(replay, replay.catalog, info.run_id).ok
