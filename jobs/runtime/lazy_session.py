@@ -4,7 +4,8 @@ JVM."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 from contextlib import nullcontext
 from functools import partial
 from typing import Any
@@ -30,18 +31,39 @@ class LazySpark:
     def started(self) -> bool:
         return self._session is not None
 
-    def start_in_background(self) -> None:
-        """Launch the JVM now, then make the session and run a one-task job (which starts the
-        Python workers) in a thread, while the command reads the catalog, pins the recording and
-        plans its batches; the first use of the session waits for it (and raises its error)."""
-        if self._session is None and self._starting is None:
-            get_spark(settings=self._settings, launch_only=True)  # (its stderr: this thread's)
-            self._starting = ThreadPoolExecutor(1, "reprise-spark-start").submit(self._warm)
+    @property
+    def ready(self) -> bool:
+        """The session is up, or its start in the background has ended (its first use does not
+        wait)."""
+        return self._session is not None or (self._starting is not None
+                                              and self._starting.done())
 
-    def _warm(self) -> SparkSession:
-        spark = get_spark(settings=self._settings)
-        spark.sparkContext.parallelize([0], 1).foreach(lambda _: None)
-        return spark
+    @property
+    def start_error(self) -> BaseException | None:
+        """Why the start in the background failed (None: it has not ended, or it succeeded)."""
+        return self._starting.exception() if self._starting is not None and \
+            self._starting.done() else None
+
+    def start_in_background(self) -> None:
+        """Launch the JVM, make the session and run a one-task job (which starts the Python
+        workers) in a background thread, while the command goes on (reads the catalog, pins the
+        recording, plans its batches, or runs its first batches in the driver); the first use
+        of the session waits for it (and raises its error). The thread does not keep the
+        process alive: a command that ends without the session leaves it unfinished (the JVM
+        exits with the process)."""
+        if self._session is None and self._starting is None:
+            self._starting = Future()
+            threading.Thread(target=self._warm, args=(self._starting,),
+                             name="reprise-spark-start", daemon=True).start()
+
+    def _warm(self, starting: Future[SparkSession]) -> None:
+        try:
+            spark = get_spark(settings=self._settings)
+            spark.sparkContext.parallelize([0], 1).foreach(lambda _: None)
+        except BaseException as exc:  # (handed to the session's first use)
+            starting.set_exception(exc)
+        else:
+            starting.set_result(spark)
 
     @property
     def session(self) -> SparkSession:

@@ -13,7 +13,6 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from contextlib import nullcontext
 from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
@@ -26,7 +25,7 @@ from jobs.aws_settings import storage_options
 from jobs.runtime import class_archive
 from jobs.runtime.code_shipping import EXECUTOR_PYTHONPATH, ship_code
 from jobs.runtime.delta_jars import project_jars
-from jobs.runtime.jvm_stderr import jvm_log_path, jvm_stderr_quiet
+from jobs.runtime.jvm_stderr import jvm_log_path, launch_quietly
 from jobs.runtime.masters import SHUFFLE_PARTITIONS, is_local, unreachable
 from jobs.settings import MAX_BUCKETS, Settings, SettingsError, load_settings
 
@@ -179,11 +178,8 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              settings: Settings | None = None, launch_only: bool = False
-              ) -> SparkSession | None:
-    """Return the process's SparkSession, creating it from :func:`session_conf` if needed
-    (``launch_only``: only launch the driver JVM and its gateway, quietly, and return None; the
-    session is made by a later call, e.g. in another thread).
+              settings: Settings | None = None) -> SparkSession:
+    """Return the process's SparkSession, creating it from :func:`session_conf` if needed.
 
     The executors' Python is ``spark.pyspark.python`` when the conf names one, else (cluster
     masters) the driver's ``PYSPARK_PYTHON``, else the driver's interpreter path; PySpark hands
@@ -206,10 +202,10 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         if SparkContext._gateway is None:  # the JVM, with its stderr in the log (unless verbose)
             launch = SparkConf().setMaster(master).setAppName("reprise").setAll(
                 list(resolved.items()))
-            with nullcontext() if settings.verbose else jvm_stderr_quiet():
+            if settings.verbose:
                 SparkContext._ensure_initialized(conf=launch)
-        if launch_only:
-            return None
+            else:
+                launch_quietly(launch)
         spark = builder.getOrCreate()
         if not settings.verbose:
             spark.sparkContext.setLogLevel("ERROR")
@@ -219,7 +215,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         archive = class_archive.java_option()
         if archive and archive in resolved.get("spark.driver.extraJavaOptions", ""):
             with class_archive.left_out():  # (raises the same error if the archive was not it)
-                spark = get_spark(master, conf, settings, launch_only)
+                spark = get_spark(master, conf, settings)
             class_archive.discard()  # it started without: a damaged archive must not stay
             return spark
         why = "" if settings.verbose else _jvm_failure(log, start)

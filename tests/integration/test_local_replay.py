@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pyarrow as pa
 import pytest
@@ -10,6 +11,7 @@ from test_replay import make_replay, output_rows
 
 from jobs.execution.bucketing import key_buckets
 from jobs.execution.step_files import bucket_of_file
+from jobs.runs.listing import summarize
 from jobs.runs.replay import Replay
 from jobs.runs.validate import validate_run
 from jobs.runtime.lazy_session import LazySpark
@@ -108,3 +110,32 @@ def test_spark_tasks_go_on_from_a_state_file_of_every_bucket(spark, storage, que
     assert states[0] == states[1]
     assert sorted(bucket_of_file(f.path) for f in replay.storage.live_files(path)) == [0, 1]
     assert validate_run(replay, replay.catalog, info.run_id).ok
+
+
+@pytest.mark.parametrize("query", ["ev_q", "ev_w", "ev_s"])
+def test_a_run_handed_over_to_spark_mid_run_equals_the_driver_and_the_spark_runs(
+        spark, storage, query):
+    """A run that starts in the driver while Spark starts in the background and hands its
+    later batch groups to Spark (forced at batch 4 by ``handover_at``) writes what a run made
+    only in the driver and one made only on Spark write, and its run.json and ``reprise runs``
+    say which engine ran which batches."""
+    replay, local, lazy = runners(spark, storage, n=120)
+    forced = Settings(spark_master="local[2]", handover_at=4)
+    runs = {"driver": dataclasses.replace(local, engine="driver", batches_per_job=2),
+            "spark": dataclasses.replace(replay, engine="spark", batches_per_job=2),
+            "handover": dataclasses.replace(local, settings=forced, batches_per_job=2)}
+    outputs, engines = {}, {}
+    for name, runner in runs.items():
+        info = runner.prepare(query, plan="rows:15", run_id=f"handover-{query}-{name}")
+        runner.run(info)
+        outputs[name] = output_rows(replay, info.run_id)
+        run_json = json.loads((replay.warehouse.run_dir(info.run_id) / "run.json").read_text())
+        engines[name] = [(e["engine"], *e["batches"]) for e in run_json["engines"]]
+        assert validate_run(replay, replay.catalog, info.run_id).ok
+    assert outputs["handover"] == outputs["driver"] == outputs["spark"] and outputs["driver"]
+    last = info.batches  # (the end-of-input flush)
+    assert engines == {"driver": [("driver", 0, last)], "spark": [("spark", 0, last)],
+                       "handover": [("driver", 0, 3), ("spark", 4, last)]}
+    assert lazy.started  # started in the background by the hand-over, then used
+    assert summarize(replay.warehouse, f"handover-{query}-handover").engines == \
+        f"driver 0-3, spark 4-{last}"
