@@ -11,7 +11,9 @@ as many buckets as the session's or the cluster's cores, see
 - Spark: the same work times :data:`SPARK_OVERHEAD`, spread over the buckets, plus
   :data:`SPARK_JOB_S` per job, plus :data:`SPARK_START_S` when no session is up yet.
 
-The constants are measured on a quiet 2-core machine (docs/operations/performance.md). A run
+The constants are measured on a 2-core machine (docs/operations/performance.md): there the
+driver wins whatever the size, as Spark's tasks cost about 5 times the driver's work per event
+spread over only 2 buckets; with 8 or more cores (or a cluster), large runs go to Spark. A run
 on the ``spark`` exchange (Spark reads and shuffles the events, e.g. for derived columns the
 workers cannot compute) runs on Spark whatever the setting. The outputs do not depend on the
 engine: the same bucket tasks run, in the same order, from the same plan.
@@ -29,15 +31,22 @@ from jobs.runs.run_info import ReplayError, RunInfo
 from jobs.runtime.lazy_session import LazySpark
 from jobs.settings import ENGINES
 
-#: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s.
+#: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s:
+#: about 5 s on a quiet 2-core machine without the start's measures (class archive, warm
+#: workers), a third less with them (``benchmarks.startup``).
 SPARK_START_S = 3.0
 #: One Spark job's scheduling, task launches and results, s.
 SPARK_JOB_S = 0.15
-#: An event's work besides its operator step: read, bucketed, its output written (µs).
+#: An event's work besides its operator step: read, bucketed, its output written (µs); with
+#: the families' 0.3 µs of step work, 1 µs an event, as a 1,000,000-event tumbling replay runs
+#: in the driver (``benchmarks.whole_command``, less the interpreter's start).
 EVENT_IO_US = 0.7
-#: An event's cost in a Spark task over its cost in the driver (the events and results cross
-#: from the JVM to the Python workers and back).
-SPARK_OVERHEAD = 1.5
+#: An event's cost in a Spark task over its cost in the driver: each task reads its input files
+#: through the JVM's task launch, its Python worker writes its own files, and the tasks of a
+#: small machine share its cores with the driver and the JVM. Measured on 2 cores as Spark's
+#: time less its start, times the buckets, over the driver's time: about 5 at 10,000,000 events
+#: (tumbling, 50 commits, ``benchmarks.whole_command``) and 3.5 to 5 at 1,000,000.
+SPARK_OVERHEAD = 5.0
 #: Spark's estimate, its start included, at most this fraction of the driver's: Spark is sure to
 #: end sooner, and the run waits for its start instead of handing over.
 SURE = 0.5

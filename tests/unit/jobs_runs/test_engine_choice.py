@@ -81,10 +81,19 @@ def test_batches_run_again_belong_to_the_group_that_reran_them():
 def test_a_live_session_turns_an_unsure_estimate_into_spark():
     """An estimate Spark wins only once it is up: the driver runs the group while Spark starts
     (a hand-over); with the session up, Spark runs it."""
-    middle = estimate(20_000_000, parallel=2, jobs=4)
+    middle = estimate(10_000_000, parallel=16, jobs=4)
     cold = choose("auto", "direct", middle)
     assert (cold.engine, cold.start_spark) == ("driver", True)
-    assert choose("auto", "direct", estimate(20_000_000, 2, True, 4)).engine == "spark"
+    assert choose("auto", "direct", estimate(10_000_000, 16, True, 4)).engine == "spark"
+
+
+def test_on_two_cores_the_driver_runs_any_size_and_spark_is_not_started():
+    """Measured on 2 cores, Spark's tasks cost more than the driver's work whatever the size:
+    no hand-over, not even with a session up."""
+    for events in (1_000, 1_000_000, 10_000_000, 10**9):
+        for up in (False, True):
+            choice = choose("auto", "direct", estimate(events, 2, up, jobs=50))
+            assert (choice.engine, choice.start_spark) == ("driver", False)
 
 
 def test_a_single_group_is_not_handed_over():
