@@ -148,15 +148,15 @@ def engine_for(setting: str, spark: object, info: RunInfo, ctx: RunContext, firs
     LazySpark` whose start has not ended is not up; a hand-over starts it in the background).
     With ``auto``, a run whose Spark failed to start in the background stays in the driver."""
     lazy = spark if isinstance(spark, LazySpark) else None
-    if lazy is not None and setting == "auto" and info.exchange == "direct" \
-            and lazy.start_error is not None:
-        return EngineChoice("driver", f"Spark did not start ({lazy.start_error})")
     choice = choose(setting, info.exchange,
                     estimate(info, ctx, first, batches_per_job, lazy is None or lazy.ready),
                     handover_at, first)
-    if choice.start_spark and lazy is not None:
+    if lazy is None or setting != "auto" or info.exchange != "direct":
+        return choice
+    if choice.start_spark:
         lazy.start_in_background()
-    return choice
+    failed = lazy.start_error(wait=choice.engine == "spark")
+    return choice if failed is None else EngineChoice("driver", f"Spark did not start ({failed})")
 
 
 def note_engine(info: RunInfo, group: list[int], choice: EngineChoice) -> None:

@@ -38,11 +38,12 @@ class LazySpark:
         return self._session is not None or (self._starting is not None
                                               and self._starting.done())
 
-    @property
-    def start_error(self) -> BaseException | None:
-        """Why the start in the background failed (None: it has not ended, or it succeeded)."""
-        return self._starting.exception() if self._starting is not None and \
-            self._starting.done() else None
+    def start_error(self, wait: bool = False) -> BaseException | None:
+        """Why the start in the background failed; None when it succeeded, or has not ended
+        (``wait``: wait for it to end), or was not asked for."""
+        if self._starting is None or not (wait or self._starting.done()):
+            return None
+        return self._starting.exception()
 
     def start_in_background(self) -> None:
         """Launch the JVM, make the session and run a one-task job (which starts the Python

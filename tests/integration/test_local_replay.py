@@ -15,7 +15,7 @@ from jobs.runs.listing import summarize
 from jobs.runs.replay import Replay
 from jobs.runs.validate import validate_run
 from jobs.runtime.lazy_session import LazySpark
-from jobs.settings import Settings
+from jobs.settings import Settings, SettingsError
 from jobs.storage.delta_rs import DeltaRsStorage
 
 
@@ -139,3 +139,22 @@ def test_a_run_handed_over_to_spark_mid_run_equals_the_driver_and_the_spark_runs
     assert lazy.started  # started in the background by the hand-over, then used
     assert summarize(replay.warehouse, f"handover-{query}-handover").engines == \
         f"driver 0-3, spark 4-{last}"
+
+
+def test_a_run_whose_spark_fails_to_start_in_the_background_goes_on_in_the_driver(
+        spark, storage):
+    """A hand-over whose Spark does not start (here a master with no threads) leaves the run in
+    the driver: the run ends, equal to a driver run."""
+    replay, local, _ = runners(spark, storage, n=60)
+    broken = LazySpark(Settings(spark_master="local[0]"))
+    runner = dataclasses.replace(local, spark=broken, storage=DeltaRsStorage(broken),
+                                 settings=Settings(buckets=2, handover_at=1), batches_per_job=1)
+    info = runner.prepare("ev_w", plan="rows:15", run_id="handover-broken")
+    runner.run(info)
+    straight = dataclasses.replace(local, engine="driver")
+    plain = straight.prepare("ev_w", plan="rows:15", run_id="handover-plain")
+    straight.run(plain)
+    assert output_rows(replay, info.run_id) == output_rows(replay, plain.run_id)
+    assert [(e["engine"], *e["batches"]) for e in info.engines] == [
+        ("driver", 0, info.batches)]
+    assert isinstance(broken.start_error(), SettingsError) and not broken.started
