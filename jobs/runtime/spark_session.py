@@ -186,8 +186,11 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              settings: Settings | None = None) -> SparkSession:
-    """Return the process's SparkSession, creating it from :func:`session_conf` if needed.
+              settings: Settings | None = None, launch_only: bool = False
+              ) -> SparkSession | None:
+    """Return the process's SparkSession, creating it from :func:`session_conf` if needed
+    (``launch_only``: only launch the driver JVM and its gateway, quietly, and return None; the
+    session is made by a later call, e.g. in another thread).
 
     The executors' Python is ``spark.pyspark.python`` when the conf names one, else (cluster
     masters) the driver's ``PYSPARK_PYTHON``, else the driver's interpreter path; PySpark hands
@@ -214,6 +217,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
                 SparkContext._ensure_initialized(conf=launch)
             else:
                 launch_quietly(launch)
+        if launch_only:
+            return None
         spark = builder.getOrCreate()
         if not settings.verbose:
             spark.sparkContext.setLogLevel("ERROR")
@@ -223,7 +228,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         archive = class_archive.java_option()
         if archive and archive in resolved.get("spark.driver.extraJavaOptions", ""):
             with class_archive.left_out():  # (raises the same error if the archive was not it)
-                spark = get_spark(master, conf, settings)
+                spark = get_spark(master, conf, settings, launch_only)
             class_archive.discard()  # it started without: a damaged archive must not stay
             return spark
         why = "" if settings.verbose else _jvm_failure(log, start)
