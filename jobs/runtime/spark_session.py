@@ -219,7 +219,14 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
                 launch_quietly(launch)
         if launch_only:
             return None
-        spark = builder.getOrCreate()
+        if fresh:  # the context from the conf; the session without options, so that its SQL
+            # state (parser, analyser, catalog) is built on its first use, not here: a replay on
+            # the direct exchange runs RDD jobs only (it takes the conf's spark.sql.* then)
+            SparkContext.getOrCreate(SparkConf().setMaster(master).setAppName("reprise")
+                                     .setAll(list(resolved.items())))
+            spark = SparkSession.builder.getOrCreate()
+        else:
+            spark = builder.getOrCreate()
         if not settings.verbose:
             spark.sparkContext.setLogLevel("ERROR")
         if not is_local(spark.sparkContext.master):
