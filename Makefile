@@ -74,6 +74,7 @@ bench: $(STAMP) jars $(CLASS_ARCHIVE)
 	$(BIN)/python -m benchmarks.object_store
 	$(BIN)/python -m benchmarks.backends
 	$(BIN)/python -m benchmarks.startup
+	$(BIN)/python -m benchmarks.whole_command
 
 # Tumbling benchmark on a 2-worker standalone cluster vs local[2] (benchmarks/cluster.py).
 bench-cluster: $(STAMP)

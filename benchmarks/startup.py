@@ -61,6 +61,11 @@ def timed(name, call):
 
 
 pyspark.context.launch_gateway = timed("gateway", pyspark.context.launch_gateway)
+try:  # (a tree that launches the JVM itself, its stderr to a log file)
+    import jobs.runtime.jvm_stderr as quiet
+    quiet.launch_gateway = timed("gateway", quiet.launch_gateway)
+except (ImportError, AttributeError):
+    pass
 pyspark.context.SparkContext._initialize_context = timed(
     "context", pyspark.context.SparkContext._initialize_context)
 imported = time.time()

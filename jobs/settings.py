@@ -81,6 +81,11 @@ class Settings:
     #: ``REPRISE_ENGINE``: where a replay's bucket tasks run: ``auto`` (by the run's estimated
     #: cost, see :mod:`jobs.runs.engine_choice`), ``spark`` or ``driver``.
     engine: str = "auto"
+    #: ``REPRISE_HANDOVER_AT``: with ``engine`` ``auto``, hand a run over from the driver to
+    #: Spark at this batch whatever the estimate (the batches before it in the driver while
+    #: Spark starts, the rest on Spark); None: where the estimate says (see
+    #: :mod:`jobs.runs.engine_choice`). For tests and measurements.
+    handover_at: int | None = None
     #: ``REPRISE_LOCK_LEASE``: seconds a run's lock object on an object-store warehouse holds
     #: without renewal (a holder renews it every quarter of that; one that died blocks the run
     #: this long; see :mod:`jobs.runs.object_lock`).
@@ -95,6 +100,7 @@ class Settings:
 
         per_job = _integer("REPRISE_BATCHES_PER_JOB", get("REPRISE_BATCHES_PER_JOB", "32"), 1)
         buckets = get("REPRISE_BUCKETS", "")
+        handover = get("REPRISE_HANDOVER_AT", "")
         for name, value, allowed in (
                 ("REPRISE_DELTA_BACKEND", get("REPRISE_DELTA_BACKEND", "auto"), BACKENDS),
                 ("REPRISE_EXCHANGE", get("REPRISE_EXCHANGE", "direct"), EXCHANGES),
@@ -117,6 +123,7 @@ class Settings:
             progress=_flag("REPRISE_PROGRESS", env.get("REPRISE_PROGRESS", "")),
             verbose=_flag("REPRISE_VERBOSE", env.get("REPRISE_VERBOSE", "")),
             engine=get("REPRISE_ENGINE", "auto"),
+            handover_at=_integer("REPRISE_HANDOVER_AT", handover, 0) if handover else None,
             lock_lease=_integer("REPRISE_LOCK_LEASE", get("REPRISE_LOCK_LEASE", "60"), 1),
         )
 

@@ -95,7 +95,7 @@ class Context:
                 open_driver_storage(self._backend, self.settings), DeltaRsStorage):
             spark = LazySpark(self.settings, starting_spark)
             if self.settings.engine == "spark":
-                spark.start_in_background()
+                spark.start_in_background(launch_here=True)
             self._storage = DeltaRsStorage(spark)  # type: ignore[arg-type]  # started on use
         from jobs.runs.replay import Replay
 

@@ -11,7 +11,9 @@ as many buckets as the session's or the cluster's cores, see
 - Spark: the same work times :data:`SPARK_OVERHEAD`, spread over the buckets, plus
   :data:`SPARK_JOB_S` per job, plus :data:`SPARK_START_S` when no session is up yet.
 
-The constants are measured on a quiet 2-core machine (docs/operations/performance.md). A run
+The constants are measured on a 2-core machine (docs/operations/performance.md): there the
+driver wins whatever the size, as Spark's tasks cost about 5 times the driver's work per event
+spread over only 2 buckets; with 8 or more cores (or a cluster), large runs go to Spark. A run
 on the ``spark`` exchange (Spark reads and shuffles the events, e.g. for derived columns the
 workers cannot compute) runs on Spark whatever the setting. The outputs do not depend on the
 engine: the same bucket tasks run, in the same order, from the same plan.
@@ -19,25 +21,35 @@ engine: the same bucket tasks run, in the same order, from the same plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
 from engine.sharing.cost import EVENT_US
 from engine.sharing.stats import Statistics
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo
-from jobs.runtime.lazy_session import not_started
+from jobs.runtime.lazy_session import LazySpark
 from jobs.settings import ENGINES
 
-#: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s.
+#: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s:
+#: about 5 s on a quiet 2-core machine without the start's measures (class archive, warm
+#: workers), a third less with them (``benchmarks.startup``).
 SPARK_START_S = 3.0
 #: One Spark job's scheduling, task launches and results, s.
 SPARK_JOB_S = 0.15
-#: An event's work besides its operator step: read, bucketed, its output written (µs).
+#: An event's work besides its operator step: read, bucketed, its output written (µs); with
+#: the families' 0.3 µs of step work, 1 µs an event, as a 1,000,000-event tumbling replay runs
+#: in the driver (``benchmarks.whole_command``, less the interpreter's start).
 EVENT_IO_US = 0.7
-#: An event's cost in a Spark task over its cost in the driver (the events and results cross
-#: from the JVM to the Python workers and back).
-SPARK_OVERHEAD = 1.5
+#: An event's cost in a Spark task over its cost in the driver: each task reads its input files
+#: through the JVM's task launch, its Python worker writes its own files, and the tasks of a
+#: small machine share its cores with the driver and the JVM. Measured on 2 cores as Spark's
+#: time less its start, times the buckets, over the driver's time: about 5 at 10,000,000 events
+#: (tumbling, 50 commits, ``benchmarks.whole_command``) and 3.5 to 5 at 1,000,000.
+SPARK_OVERHEAD = 5.0
+#: Spark's estimate, its start included, at most this fraction of the driver's: Spark is sure to
+#: end sooner, and the run waits for its start instead of handing over.
+SURE = 0.5
 
 
 @dataclass(frozen=True)
@@ -65,15 +77,24 @@ class Estimate:
 
 @dataclass(frozen=True)
 class EngineChoice:
-    """Where a batch group runs (``spark`` or ``driver``) and why, in a few words."""
+    """Where a batch group runs (``spark`` or ``driver``) and why, in a few words;
+    ``start_spark``: the group runs in the driver while Spark starts in the background, to take
+    the run's later groups (a hand-over)."""
 
     engine: str
     reason: str
+    start_spark: bool = False
 
 
-def choose(setting: str, exchange: str, estimate: Estimate) -> EngineChoice:
-    """The engine of a batch group: the ``setting`` (``auto``, ``spark`` or ``driver``), Spark on
-    the ``spark`` exchange, else the one ``estimate`` says ends sooner."""
+def choose(setting: str, exchange: str, estimate: Estimate, handover_at: int | None = None,
+           first: int = 0) -> EngineChoice:
+    """The engine of the batch group starting at batch ``first``: the ``setting`` (``auto``,
+    ``spark`` or ``driver``), Spark on the ``spark`` exchange, else by ``estimate``: Spark when
+    it is up and ends sooner, or, not up, when it ends sooner by far even with its start
+    (:data:`SURE`); the driver when Spark would not end sooner even if it were up; otherwise (the
+    estimate unsure) the driver while Spark starts in the background, so that a later group,
+    the session up, goes to Spark if it still ends sooner there. With ``handover_at``, the
+    groups before that batch run in the driver (Spark starting) and the others on Spark."""
     if setting not in ENGINES:
         raise ReplayError(f"unknown engine {setting!r} (REPRISE_ENGINE or --engine): use "
                           f"{', '.join(ENGINES)}")
@@ -85,10 +106,22 @@ def choose(setting: str, exchange: str, estimate: Estimate) -> EngineChoice:
         return EngineChoice("spark", "spark exchange")
     if setting != "auto":
         return EngineChoice(setting, "forced")
+    if handover_at is not None:
+        why = f"hand-over at batch {handover_at} (REPRISE_HANDOVER_AT)"
+        return EngineChoice("driver", why, True) if first < handover_at else \
+            EngineChoice("spark", why)
     driver, spark = estimate.driver_s(), estimate.spark_s()
-    engine = "spark" if spark < driver else "driver"
-    return EngineChoice(engine, f"estimate: driver {driver:.2f} s, spark {spark:.2f} s"
-                        + ("" if estimate.spark_up else " with its start"))
+    said = f"estimate: driver {driver:.2f} s, spark {spark:.2f} s"
+    if estimate.spark_up:
+        return EngineChoice("spark" if spark < driver else "driver", said)
+    said += " with its start"
+    if spark <= driver * SURE or (spark < driver and estimate.jobs == 1):
+        return EngineChoice("spark", said)
+    warm = replace(estimate, spark_up=True).spark_s()
+    if warm < driver and estimate.jobs > 1:
+        return EngineChoice("driver", f"{said}, {warm:.2f} s once up: Spark starts meanwhile",
+                            True)
+    return EngineChoice("driver", said)
 
 
 def estimate(info: RunInfo, ctx: RunContext, first: int, batches_per_job: int,
@@ -109,12 +142,21 @@ def estimate(info: RunInfo, ctx: RunContext, first: int, batches_per_job: int,
 
 
 def engine_for(setting: str, spark: object, info: RunInfo, ctx: RunContext, first: int,
-               batches_per_job: int) -> EngineChoice:
-    """Where the batch group of ``info`` starting at batch ``first`` runs, by ``setting``;
-    ``spark``: the replay's session (a :class:`~jobs.runtime.lazy_session.LazySpark` not
-    started yet is not up)."""
-    return choose(setting, info.exchange,
-                  estimate(info, ctx, first, batches_per_job, not_started(spark) is None))
+               batches_per_job: int, handover_at: int | None = None) -> EngineChoice:
+    """Where the batch group of ``info`` starting at batch ``first`` runs, by ``setting`` (see
+    :func:`choose`); ``spark``: the replay's session (a :class:`~jobs.runtime.lazy_session.
+    LazySpark` whose start has not ended is not up; a hand-over starts it in the background).
+    With ``auto``, a run whose Spark failed to start in the background stays in the driver."""
+    lazy = spark if isinstance(spark, LazySpark) else None
+    choice = choose(setting, info.exchange,
+                    estimate(info, ctx, first, batches_per_job, lazy is None or lazy.ready),
+                    handover_at, first)
+    if lazy is None or setting != "auto" or info.exchange != "direct":
+        return choice
+    if choice.start_spark:
+        lazy.start_in_background()
+    failed = lazy.start_error(wait=choice.engine == "spark")
+    return choice if failed is None else EngineChoice("driver", f"Spark did not start ({failed})")
 
 
 def note_engine(info: RunInfo, group: list[int], choice: EngineChoice) -> None:

@@ -304,7 +304,8 @@ class Replay:
                                     derive)
         lo, hi = plan.batches[0][1], plan.batches[-1][2]
         # Spark, or the bucket tasks one after the other in this process
-        choice = engine_for(self.engine, self.spark, info, ctx, group[0], self.batches_per_job)
+        choice = engine_for(self.engine, self.spark, info, ctx, group[0], self.batches_per_job,
+                            self.settings.handover_at)
         spark = self.spark if choice.engine == "spark" else None
         if info.exchange == "direct":
             steps = execute_direct(spark, plan, overlapping(info.files, lo, hi), info.buckets)

@@ -2,16 +2,19 @@
 
 The JVM inherits the process's stderr when PySpark launches it; a few lines it prints before
 any logging is configured (``WARNING: Using incubator modules``, from the module system) cannot
-be turned off by a log level, so the launch happens with stderr pointed at a log file.
+be turned off by a log level, so the JVM is launched with its stderr pointed at a log file (the
+process's own stderr is left alone, so Spark can start in a background thread while the command
+writes to the terminal).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 
 
 def jvm_log_path() -> Path:
@@ -19,21 +22,12 @@ def jvm_log_path() -> Path:
     return Path(tempfile.gettempdir()) / f"reprise-jvm-{os.getuid()}.log"
 
 
-@contextmanager
-def jvm_stderr_quiet() -> Iterator[None]:
-    """Point file descriptor 2 at :func:`jvm_log_path` for the block (the JVM launched in it
-    keeps writing there), then restore it."""
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None:  # no JVM is launched
-        yield
+def launch_quietly(conf: SparkConf) -> None:
+    """Launch the driver JVM and its Py4J gateway for ``conf`` with the JVM's stderr appended to
+    :func:`jvm_log_path`, unless a gateway is up already."""
+    if SparkContext._gateway is not None:
         return
-    saved = os.dup(2)
-    log = os.open(jvm_log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.dup2(log, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log)
+    fd = os.open(jvm_log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "ab") as log:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pyarrow as pa
 import pytest
@@ -11,10 +12,11 @@ from test_replay import make_replay, output_rows
 from jobs.execution import direct_exchange
 from jobs.execution.bucketing import bucket_groups, key_buckets
 from jobs.execution.step_files import buckets_of_file
+from jobs.runs.listing import summarize
 from jobs.runs.replay import Replay
 from jobs.runs.validate import validate_run
 from jobs.runtime.lazy_session import LazySpark
-from jobs.settings import Settings
+from jobs.settings import Settings, SettingsError
 from jobs.storage.delta_rs import DeltaRsStorage
 
 
@@ -163,3 +165,51 @@ def test_a_run_goes_on_with_other_groups_of_buckets_per_task(spark, storage, mon
               for run, rows in zip((info.run_id, straight.run_id), manifests, strict=True)]
     assert states[0] == states[1] and len(states[0]) == 8
     assert validate_run(replay, replay.catalog, info.run_id).ok
+
+
+@pytest.mark.parametrize("query", ["ev_q", "ev_w", "ev_s"])
+def test_a_run_handed_over_to_spark_mid_run_equals_the_driver_and_the_spark_runs(
+        spark, storage, query):
+    """A run that starts in the driver while Spark starts in the background and hands its
+    later batch groups to Spark (forced at batch 4 by ``handover_at``) writes what a run made
+    only in the driver and one made only on Spark write, and its run.json and ``reprise runs``
+    say which engine ran which batches."""
+    replay, local, lazy = runners(spark, storage, n=120)
+    forced = Settings(spark_master="local[2]", handover_at=4)
+    runs = {"driver": dataclasses.replace(local, engine="driver", batches_per_job=2),
+            "spark": dataclasses.replace(replay, engine="spark", batches_per_job=2),
+            "handover": dataclasses.replace(local, settings=forced, batches_per_job=2)}
+    outputs, engines = {}, {}
+    for name, runner in runs.items():
+        info = runner.prepare(query, plan="rows:15", run_id=f"handover-{query}-{name}")
+        runner.run(info)
+        outputs[name] = output_rows(replay, info.run_id)
+        run_json = json.loads((replay.warehouse.run_dir(info.run_id) / "run.json").read_text())
+        engines[name] = [(e["engine"], *e["batches"]) for e in run_json["engines"]]
+        assert validate_run(replay, replay.catalog, info.run_id).ok
+    assert outputs["handover"] == outputs["driver"] == outputs["spark"] and outputs["driver"]
+    last = info.batches  # (the end-of-input flush)
+    assert engines == {"driver": [("driver", 0, last)], "spark": [("spark", 0, last)],
+                       "handover": [("driver", 0, 3), ("spark", 4, last)]}
+    assert lazy.started  # started in the background by the hand-over, then used
+    assert summarize(replay.warehouse, f"handover-{query}-handover").engines == \
+        f"driver 0-3, spark 4-{last}"
+
+
+def test_a_run_whose_spark_fails_to_start_in_the_background_goes_on_in_the_driver(
+        spark, storage):
+    """A hand-over whose Spark does not start (here a master with no threads) leaves the run in
+    the driver: the run ends, equal to a driver run."""
+    replay, local, _ = runners(spark, storage, n=60)
+    broken = LazySpark(Settings(spark_master="local[0]"))
+    runner = dataclasses.replace(local, spark=broken, storage=DeltaRsStorage(broken),
+                                 settings=Settings(buckets=2, handover_at=1), batches_per_job=1)
+    info = runner.prepare("ev_w", plan="rows:15", run_id="handover-broken")
+    runner.run(info)
+    straight = dataclasses.replace(local, engine="driver")
+    plain = straight.prepare("ev_w", plan="rows:15", run_id="handover-plain")
+    straight.run(plain)
+    assert output_rows(replay, info.run_id) == output_rows(replay, plain.run_id)
+    assert [(e["engine"], *e["batches"]) for e in info.engines] == [
+        ("driver", 0, info.batches)]
+    assert isinstance(broken.start_error(), SettingsError) and not broken.started

@@ -76,3 +76,42 @@ def test_batches_run_again_belong_to_the_group_that_reran_them():
     assert engines_summary(info) == "driver 0-2, spark 3-4"
     note_engine(info, [0, 1], EngineChoice("spark", "forced"))  # a run redone from its start
     assert info.engines == [{"batches": [0, 1], "engine": "spark", "reason": "forced"}]
+
+
+def test_a_live_session_turns_an_unsure_estimate_into_spark():
+    """An estimate Spark wins only once it is up: the driver runs the group while Spark starts
+    (a hand-over); with the session up, Spark runs it."""
+    middle = estimate(10_000_000, parallel=16, jobs=4)
+    cold = choose("auto", "direct", middle)
+    assert (cold.engine, cold.start_spark) == ("driver", True)
+    assert choose("auto", "direct", estimate(10_000_000, 16, True, 4)).engine == "spark"
+
+
+def test_on_two_cores_the_driver_runs_any_size_and_spark_is_not_started():
+    """Measured on 2 cores, Spark's tasks cost more than the driver's work whatever the size:
+    no hand-over, not even with a session up."""
+    for events in (1_000, 1_000_000, 10_000_000, 10**9):
+        for up in (False, True):
+            choice = choose("auto", "direct", estimate(events, 2, up, jobs=50))
+            assert (choice.engine, choice.start_spark) == ("driver", False)
+
+
+def test_a_single_group_is_not_handed_over():
+    """With one group left there is nothing to hand over: Spark if it ends sooner with its
+    start, else the driver, Spark not started."""
+    for events in (1_000, 20_000_000, 10**9):
+        choice = choose("auto", "direct", estimate(events, parallel=2, jobs=1))
+        assert not choice.start_spark
+        assert choice.engine == ("spark" if estimate(events, 2, False, 1).spark_s()
+                                 < estimate(events, 2, False, 1).driver_s() else "driver")
+
+
+@given(events=st.integers(0, 10**9), parallel=st.integers(1, 512), jobs=st.integers(1, 1000),
+       at=st.integers(0, 50), first=st.integers(0, 100))
+def test_a_forced_hand_over_runs_the_groups_before_its_batch_in_the_driver(events, parallel,
+                                                                         jobs, at, first):
+    choice = choose("auto", "direct", estimate(events, parallel, False, jobs), at, first)
+    assert (choice.engine, choice.start_spark) == (
+        ("driver", True) if first < at else ("spark", False))
+    for forced in ("spark", "driver"):  # an engine forced by the user wins
+        assert choose(forced, "direct", estimate(events), at, first).engine == forced
