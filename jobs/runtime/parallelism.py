@@ -1,9 +1,10 @@
 """How many key buckets a run gets: ``REPRISE_BUCKETS``, else the cluster's executor cores.
 
-A bucket is one Spark task per batch group, so a run gets as many buckets as the cluster runs
-tasks at once. On a local master that is the session's parallelism (its cores); on a cluster
-master it is known once the executors have registered, so the first measure waits for them
-(briefly: until their number stops changing).
+A job runs one task per core, each stepping a range of consecutive buckets
+(:func:`jobs.execution.direct_exchange.task_groups`); by default a run gets as many buckets as
+the cluster runs tasks at once. On a local master that is the session's parallelism (its
+cores); on a cluster master it is known once the executors have registered, so the first
+measure waits for them (briefly: until their number stops changing).
 """
 
 from __future__ import annotations
