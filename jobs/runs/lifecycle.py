@@ -143,8 +143,7 @@ def checkpoint(runner: Runner, tables: list[str]) -> None:
     checkpoint without holding the GIL, so the tables' run side by side.)"""
     storage = runner.storage
     with ThreadPoolExecutor(min(len(tables), 16) or 1) as pool:
-        list(pool.map(lambda table: storage.exists(table)
-                      and storage.checkpoint(table, CHECKPOINT_EVERY), tables))
+        list(pool.map(lambda table: storage.checkpoint(table, CHECKPOINT_EVERY), tables))
 
 
 __all__ = ["CHECKPOINT_EVERY", "RunProgress", "RunStrategy", "Runner", "checkpoint",

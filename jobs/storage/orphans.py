@@ -54,7 +54,8 @@ def mark(table: str | Path) -> Mark:
 def _files_under(fs: pa.fs.FileSystem, entry: pa.fs.FileInfo) -> list[pa.fs.FileInfo]:
     if entry.type == pa.fs.FileType.File:
         return [entry]
-    return sorted((i for i in fs.get_file_info(pa.fs.FileSelector(entry.path, recursive=True))
+    return sorted((i for i in fs.get_file_info(pa.fs.FileSelector(entry.path, recursive=True,
+                                                                 allow_not_found=True))
                    if i.type == pa.fs.FileType.File and i.base_name.endswith(".parquet")),
                   key=lambda i: i.path)
 
@@ -87,17 +88,28 @@ def remove_unreferenced(table: str | Path, since: Mark | None = None) -> list[st
     if referenced is None:
         return []
     root = _root(table)
-    entries = fs.get_file_info([f"{data}/{name}" for name in new])
+    entries = (_objects(fs, data, new) if is_remote(named)
+               else fs.get_file_info([f"{data}/{name}" for name in new]))
     removed = []
     for entry in entries:
+        gone = 0
         for f in _files_under(fs, entry):
             relative = f.path[len(data) + 1:]
             if f.base_name.endswith(".parquet") and f"{root}/{DATA}/{relative}" not in referenced:
                 fs.delete_file(f.path)
                 removed.append(f"{named}/{DATA}/{relative}")
-    for entry in entries:
-        _remove_empty(fs, entry)
+                gone += 1
+        if gone or not is_remote(named):  # (a prefix is gone with its last object)
+            _remove_empty(fs, entry)
     return removed
+
+
+def _objects(fs: pa.fs.FileSystem, data: str, new: list[str]) -> list[pa.fs.FileInfo]:
+    """The entries ``new`` of a table's ``data`` prefix on an object store, without asking the
+    store (pyarrow asks twice of a prefix, a HEAD and a listing): a Parquet name is an object,
+    any other a prefix, whose objects :func:`_files_under` lists."""
+    return [pa.fs.FileInfo(f"{data}/{name}", pa.fs.FileType.File if name.endswith(".parquet")
+                           else pa.fs.FileType.Directory) for name in new]
 
 
 def remove_leftovers(tables: Iterable[str], since: Mapping[str, Mark] | None = None
