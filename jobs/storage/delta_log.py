@@ -38,14 +38,18 @@ def entry_exists(table: str, version: int) -> bool:
     return file_exists(f"{log_dir(table)}/{_entry_name(version)}")
 
 
-def _text(path: str) -> str:
-    """The text of the log file at the local path or URI ``path`` (on S3 one GET);
-    FileNotFoundError when there is none."""
+def read_log_file(path: str) -> bytes:
+    """The bytes of the log file at the local path or URI ``path`` (on S3 one GET, where
+    pyarrow asks for its size first); FileNotFoundError when there is none."""
     if path.startswith("s3://"):
-        return read_object(path).decode()
+        return read_object(path)
     fs, inner = filesystem(path)
     with fs.open_input_stream(inner) as stream:
-        return stream.read().decode()
+        return stream.read()
+
+
+def _text(path: str) -> str:
+    return read_log_file(path).decode()
 
 
 def _actions(entry: str) -> list[dict]:

@@ -59,16 +59,18 @@ READ_ATTEMPTS = 3
 
 def read_object(uri: str) -> bytes:
     """The whole object ``uri`` (``s3://BUCKET/KEY``) in one GET (pyarrow's S3 file system
-    asks for its size first: two requests); FileNotFoundError when there is none."""
+    asks for its size first: two requests); FileNotFoundError when there is none, OSError when
+    the store refuses it."""
     from botocore.exceptions import ClientError
 
     bucket, key = uri[len("s3://"):].split("/", 1)
     try:
         got = shared_client(PUT_TIMEOUT, READ_ATTEMPTS).get_object(Bucket=bucket, Key=key)
     except ClientError as exc:
-        if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 404:
             raise FileNotFoundError(uri) from None
-        raise
+        raise OSError(f"cannot read {uri}: HTTP {status}") from exc
     return got["Body"].read()
 
 

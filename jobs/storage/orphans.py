@@ -80,11 +80,19 @@ def remove_unreferenced(table: str | Path, since: Mark | None = None) -> list[st
     staged after it): the cost does not grow with the table's history. Call it only while no
     one else writes the table (a replay holds the run's lock)."""
     named = table_root(str(table))
+    return _remove(table, names(f"{named}/{DATA}") - (since.data if since else frozenset()),
+                   since.version if since else None)
+
+
+def _remove(table: str | Path, new: frozenset[str], after: int | None) -> list[str]:
+    """:func:`remove_unreferenced` of the ``data/`` entries ``new``, against the log entries
+    after version ``after`` (None: the whole log)."""
+    named = table_root(str(table))
     fs, data = filesystem(f"{named}/{DATA}")
-    new = sorted(names(f"{named}/{DATA}") - (since.data if since else frozenset()))
     if not new:
         return []
-    referenced = referenced_files(table, since.version if since else None)
+    new = sorted(new)
+    referenced = referenced_files(table, after)
     if referenced is None:
         return []
     root = _root(table)
@@ -123,3 +131,18 @@ def remove_leftovers(tables: Iterable[str], since: Mapping[str, Mark] | None = N
 def marks(tables: Iterable[str]) -> dict[str, Mark]:
     """:func:`mark` of each of a run's tables (local paths or URIs)."""
     return {table: mark(table) for table in tables}
+
+
+def clean_and_mark(tables: Iterable[str]) -> dict[str, Mark]:
+    """:func:`remove_leftovers` of a run's tables, then their :func:`marks`, each table's
+    ``data/`` listed once (on an object store a request per table less). A mark leaves out the
+    entries files were deleted from: the cleanup after the run looks at them again."""
+    found = {}
+    for table in tables:
+        root = table_root(str(table))
+        present = names(f"{root}/{DATA}")
+        removed = _remove(table, present, None)
+        touched = {path[len(root) + len(DATA) + 2:].split("/", 1)[0] for path in removed}
+        newest = newest_entry(root)
+        found[table] = Mark(present - touched, -1 if newest is None else newest)
+    return found
