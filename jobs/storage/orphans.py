@@ -135,14 +135,14 @@ def marks(tables: Iterable[str]) -> dict[str, Mark]:
 
 def clean_and_mark(tables: Iterable[str]) -> dict[str, Mark]:
     """:func:`remove_leftovers` of a run's tables, then their :func:`marks`, each table's
-    ``data/`` listed once (on an object store a request per table less). A mark leaves out the
-    entries files were deleted from: the cleanup after the run looks at them again."""
+    ``data/`` listed once (on an object store a request per table less). A mark holds the
+    entries files were deleted from too: what is left in them is referenced by versions up to
+    the mark's, which the cleanup after the run does not read."""
     found = {}
     for table in tables:
         root = table_root(str(table))
         present = names(f"{root}/{DATA}")
-        removed = _remove(table, present, None)
-        touched = {path[len(root) + len(DATA) + 2:].split("/", 1)[0] for path in removed}
+        _remove(table, present, None)
         newest = newest_entry(root)
-        found[table] = Mark(present - touched, -1 if newest is None else newest)
+        found[table] = Mark(present, -1 if newest is None else newest)
     return found
