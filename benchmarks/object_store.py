@@ -8,8 +8,8 @@ Medians of alternating rounds (each side once in turn, after untimed warm-ups); 
 per-batch overhead of each (a 20-batch replay of a tiny recording), where the per-commit round
 trips show, and the requests the S3 side sends (from moto's request log, over the tiny replay
 and over one replay of the benchmark's events), by kind (method and object: log entry, input
-file, ...), split into a part per batch and a fixed part per run (two replays of the tiny
-recording, in 21 and in 5 batches), with moto's time per request of each method. Run with
+file, ...) and, for the tiny replay, by phase (start, batches, end), with moto's time per
+request of each method and the time the tiny replay's requests take at that rate. Run with
 ``python -m benchmarks.object_store [--events N]``.
 """
 
@@ -37,9 +37,8 @@ from .harness import ROOT, ReplayRuns, bench, medians
 from .results import command_line, record
 
 QUERY = "vitals_hr_1m"
-#: The tiny recording's events per batch, and the plan of its replay in fewer batches.
+#: The tiny recording's events per batch.
 TINY_EVENTS_PER_BATCH = 10
-FEW_BATCHES_PLAN = "rows:50"
 
 #: The object a request's key names, by the first pattern it matches.
 OBJECTS = [(re.compile(p), name) for p, name in (
@@ -69,16 +68,16 @@ def kinds(requests: list[tuple[str, str, int]]) -> Counter:
     return Counter(request_kind(method, target) for method, target, _ in requests)
 
 
-def split(many: Counter, many_batches: int, few: Counter, few_batches: int
-          ) -> tuple[dict[str, float], dict[str, float]]:
-    """Requests per batch and per run (fixed) of each kind, from the requests of two replays
-    of one recording in ``many_batches`` and ``few_batches`` batches (a straight line)."""
-    per_batch, fixed = {}, {}
-    for kind in sorted(many.keys() | few.keys(), key=lambda k: -many[k]):
-        slope = (many[kind] - few[kind]) / (many_batches - few_batches)
-        per_batch[kind] = round(slope, 2)
-        fixed[kind] = round(many[kind] - slope * many_batches, 1)
-    return per_batch, fixed
+def phases(requests: list[tuple[str, str, int]]) -> dict[str, Counter]:
+    """The requests of one replay by phase, as :func:`kinds`: ``start`` (before it reads its
+    first input file: the run's lock, its tables' cleanup and marks), ``batches`` (up to the
+    last commit of its manifest) and ``end`` (the cleanup, checkpoints, the lock's release)."""
+    first = next(i for i, (method, target, _) in enumerate(requests)
+                 if request_kind(method, target).endswith("input file"))
+    last = max(i for i, (method, target, _) in enumerate(requests)
+               if method == "PUT" and "/manifest/_delta_log/" in target)
+    return {"start": kinds(requests[:first]), "batches": kinds(requests[first:last + 1]),
+            "end": kinds(requests[last + 1:])}
 
 
 def moto_ms(bucket: str, tries: int = 100) -> dict[str, float]:
@@ -134,36 +133,35 @@ def main() -> None:
                                        events=events, seed=1, commits=args.batches)
                     runs[f"{side}_{name}"] = ReplayRuns(Replay(b.spark, b.storage, wh, catalog),
                                                         QUERY, plan="commit")
-            few = ReplayRuns(runs["s3_tiny"].replay, QUERY, plan=FEW_BATCHES_PLAN)
             big = medians({k: v for k, v in runs.items() if k.endswith("big")},
                           rounds=args.rounds, warmups=args.warmups)
             tiny = medians({k: v for k, v in runs.items() if k.endswith("tiny")}, rounds=3)
             requests = {}
-            for name, replay in (("tiny", runs["s3_tiny"]), ("few", few),
-                                 ("big", runs["s3_big"])):
+            for name in ("tiny", "big"):
                 before = len(logged_requests(log))
-                replay()
-                requests[name] = kinds(logged_requests(log, before))
+                runs[f"s3_{name}"]()
+                requests[name] = logged_requests(log, before)
             per_request_ms = moto_ms(bucket)
     batches = runs["s3_big"].info.batches
-    per_batch, fixed = split(requests["tiny"], batches + 1, requests["few"],
-                             few.info.batches + 1)
+    tiny_phases = phases(requests["tiny"])
+    by_kind = {name: kinds(found) for name, found in requests.items()}
     result = {
         "events": args.events, "keys": args.keys, "batches": batches, "rounds": args.rounds,
         "local_replay_s": round(big["local_big"], 2), "s3_replay_s": round(big["s3_big"], 2),
         "ratio": round(big["s3_big"] / big["local_big"], 2),
         "local_per_batch_s": round(tiny["local_tiny"] / (batches + 1), 3),
         "s3_per_batch_s": round(tiny["s3_tiny"] / (batches + 1), 3),
-        "s3_requests_per_batch": round(requests["tiny"].total() / (batches + 1), 1),
-        "s3_requests_per_batch_big": round(requests["big"].total() / (batches + 1), 1),
-        "tiny_requests": requests["tiny"].total(),
-        "tiny_requests_per_batch_by_kind": per_batch,
-        "tiny_requests_fixed_by_kind": fixed,
-        "big_requests_by_kind": dict(requests["big"].most_common()),
+        "s3_requests_per_batch": round(len(requests["tiny"]) / (batches + 1), 1),
+        "s3_requests_per_batch_big": round(len(requests["big"]) / (batches + 1), 1),
+        "tiny_requests": len(requests["tiny"]),
+        "tiny_requests_by_phase": {phase: dict(found.most_common())
+                                   for phase, found in tiny_phases.items()},
+        "big_requests_by_kind": dict(by_kind["big"].most_common()),
         "moto_ms_per_request": per_request_ms,
         "tiny_s3_replay_s": round(tiny["s3_tiny"], 3),
         "tiny_local_replay_s": round(tiny["local_tiny"], 3),
-        "tiny_request_time_s": round(request_seconds(requests["tiny"], per_request_ms), 3),
+        "tiny_request_time_s": {phase: round(request_seconds(found, per_request_ms), 3)
+                                for phase, found in tiny_phases.items()},
     }
     print(json.dumps(result, indent=1))
     record("object_store", command=command_line(),
