@@ -26,7 +26,7 @@ from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import ReplayError, RunInfo
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import RunTables, finish_rewind, output_removals
-from jobs.storage.orphans import marks, remove_leftovers
+from jobs.storage.orphans import clean_and_mark, marks, remove_leftovers
 
 #: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log
 #: has this many commits after the last one: opening them never replays more log entries.
@@ -96,9 +96,7 @@ def run_lifecycle(runner: Runner, strategy: RunStrategy, *, clean: bool = True,
     with ExitStack() as locks:
         for info in runs:
             locks.enter_context(run_lock(runner.warehouse.run_dir(info.run_id), info.run_id))
-        if clean:
-            remove_leftovers(tables)
-        started = marks(tables)
+        started = clean_and_mark(tables) if clean else marks(tables)
         for info in runs:
             finish_rewind(runner, info)  # a continuation stopped before its rewind was done
         manifests = _run_groups(runner, strategy, on_batch)
@@ -143,8 +141,7 @@ def checkpoint(runner: Runner, tables: list[str]) -> None:
     checkpoint without holding the GIL, so the tables' run side by side.)"""
     storage = runner.storage
     with ThreadPoolExecutor(min(len(tables), 16) or 1) as pool:
-        list(pool.map(lambda table: storage.exists(table)
-                      and storage.checkpoint(table, CHECKPOINT_EVERY), tables))
+        list(pool.map(lambda table: storage.checkpoint(table, CHECKPOINT_EVERY), tables))
 
 
 __all__ = ["CHECKPOINT_EVERY", "RunProgress", "RunStrategy", "Runner", "checkpoint",

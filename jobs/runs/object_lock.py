@@ -23,7 +23,7 @@ from contextlib import contextmanager, suppress
 from email.utils import parsedate_to_datetime
 
 from engine.errors import RepriseError
-from jobs.storage.filesystems import s3_client
+from jobs.storage.filesystems import shared_client
 from jobs.storage.object_paths import ObjectPath
 
 #: Seconds a lock object holds without renewal by default (``REPRISE_LOCK_LEASE``).
@@ -50,7 +50,7 @@ def holder_of(lock: ObjectPath, lease: float = LEASE_SECONDS) -> str | None:
 
     bucket, key = _bucket_key(lock)
     try:
-        got = s3_client().get_object(Bucket=bucket, Key=key)
+        got = shared_client().get_object(Bucket=bucket, Key=key)
     except ClientError as exc:
         if _status(exc) == 404:
             return None
@@ -99,7 +99,7 @@ def object_lock(lock: ObjectPath, lease: float = LEASE_SECONDS) -> Iterator[None
     :class:`ObjectLockBusy` (its message: the holder) at once when a live process holds it."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    client = s3_client()
+    client = shared_client()
     bucket, key = _bucket_key(lock)
     me = f"{socket.gethostname()} pid {os.getpid()}"
     held = {"etag": _acquire(client, bucket, key, me, lease)}

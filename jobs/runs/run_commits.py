@@ -57,8 +57,12 @@ def commit_files(storage: DeltaStorage, path: str, files: list[StagedFile], sche
     always creates the table. Without ``need_version`` such a no-op returns no version (it
     costs a log read).
     """
-    if not files and not remove and not force and storage.exists(path):
-        return (storage.version(path) if need_version else None), False
+    if not files and not remove and not force:
+        if not need_version and storage.exists(path):
+            return None, False
+        version = storage.version_or_none(path) if need_version else None
+        if version is not None:
+            return version, False
     result = storage.commit_files(path, files, schema, txn=txn, metadata=meta,
                                   remove=remove or ())
     if not result.skipped:

@@ -100,6 +100,10 @@ class DeltaStorage(ABC):
     def version(self, path: str) -> int:
         """Latest version of the table."""
 
+    def version_or_none(self, path: str) -> int | None:
+        """The latest version of the table at ``path``, None when there is none."""
+        return self.version(path) if self.exists(path) else None
+
     @abstractmethod
     def schema(self, path: str, version: int | None = None) -> pa.Schema:
         """Arrow schema of the table at ``version`` (latest when None)."""
@@ -201,8 +205,8 @@ class DeltaStorage(ABC):
     def checkpoint(self, path: str, every: int) -> bool:
         """Write a checkpoint of the table's latest version when its log has at least ``every``
         commits after the last checkpoint (opening the table then replays at most that many
-        log entries); True when one was written. The default does nothing (Delta Lake on Spark
-        writes checkpoints by itself)."""
+        log entries); True when one was written (False when there is no table). The default
+        does nothing (Delta Lake on Spark writes checkpoints by itself)."""
         return False
 
     def version_with(self, path: str, metadata: Mapping[str, str]) -> int | None:

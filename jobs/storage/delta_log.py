@@ -12,6 +12,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from jobs.storage.filesystems import read_object
 from jobs.storage.locations import (
     file_exists,
     filesystem,
@@ -37,10 +38,23 @@ def entry_exists(table: str, version: int) -> bool:
     return file_exists(f"{log_dir(table)}/{_entry_name(version)}")
 
 
-def _actions(fs: pa.fs.FileSystem, inner: str) -> list[dict]:
+def read_log_file(path: str) -> bytes:
+    """The bytes of the log file at the local path or URI ``path`` (on S3 one GET, where
+    pyarrow asks for its size first); FileNotFoundError when there is none."""
+    if path.startswith("s3://"):
+        return read_object(path)
+    fs, inner = filesystem(path)
     with fs.open_input_stream(inner) as stream:
-        text = stream.read().decode()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return stream.read()
+
+
+def _text(path: str) -> str:
+    return read_log_file(path).decode()
+
+
+def _actions(entry: str) -> list[dict]:
+    """The actions of the log entry at the local path or URI ``entry``."""
+    return [json.loads(line) for line in _text(entry).splitlines() if line.strip()]
 
 
 def log_actions(table: str, first: int, last: int) -> list[tuple[int, dict]] | None:
@@ -48,9 +62,9 @@ def log_actions(table: str, first: int, last: int) -> list[tuple[int, dict]] | N
     (version, action) in order; None when one of these entries is missing."""
     actions: list[tuple[int, dict]] = []
     for version in range(first, last + 1):
-        fs, inner = filesystem(f"{log_dir(table)}/{_entry_name(version)}")
         try:
-            actions += [(version, action) for action in _actions(fs, inner)]
+            actions += [(version, action)
+                        for action in _actions(f"{log_dir(table)}/{_entry_name(version)}")]
         except FileNotFoundError:
             return None
     return actions
@@ -202,7 +216,7 @@ def referenced_files(table: str, after: int | None = None) -> set[str] | None:
         version = after + 1
         while True:
             try:
-                actions = _actions(fs, f"{log}/{_entry_name(version)}")
+                actions = _actions(f"{log_dir(root)}/{_entry_name(version)}")
             except FileNotFoundError:
                 return found
             except ValueError:
@@ -213,7 +227,7 @@ def referenced_files(table: str, after: int | None = None) -> set[str] | None:
         inner = f"{log}/{name}"
         if _is_entry(name):
             try:
-                actions = _actions(fs, inner)
+                actions = _actions(f"{log_dir(root)}/{name}")
             except ValueError:
                 return None
             found |= _named(root, actions)
@@ -237,7 +251,7 @@ def txn_version(table: str, app_id: str) -> int | None:
     for name in log_names(root):
         inner = f"{log}/{name}"
         if _is_entry(name):
-            versions += [int(a["txn"]["version"]) for a in _actions(fs, inner)
+            versions += [int(a["txn"]["version"]) for a in _actions(f"{log_dir(root)}/{name}")
                          if "txn" in a and a["txn"].get("appId") == app_id]
         elif _is_checkpoint(name):
             checkpoint = _checkpoint(fs, inner, {"txn"})
@@ -249,9 +263,7 @@ def txn_version(table: str, app_id: str) -> int | None:
 
 def last_checkpoint(table: str) -> int | None:
     """The version of the table's last checkpoint (from ``_last_checkpoint``), if any."""
-    fs, inner = filesystem(f"{log_dir(table)}/_last_checkpoint")
     try:
-        with fs.open_input_stream(inner) as stream:
-            return int(json.loads(stream.read())["version"])
+        return int(json.loads(_text(f"{log_dir(table)}/_last_checkpoint"))["version"])
     except FileNotFoundError:
         return None

@@ -4,12 +4,12 @@ A run's per-batch commits in append mode to a plain table (files added; a state 
 also removes its buckets' previous files) are written by this module itself
 (:meth:`DeltaRsStorage._append`: one JSON log entry, created only if absent, as delta-rs writes
 it: locally a link, on an object store a conditional put), and so is the first commit of a new
-local table in append mode (:meth:`DeltaRsStorage._make`: delta-rs's version 0, default
+table in append mode (:meth:`DeltaRsStorage._make`: delta-rs's version 0, default
 protocol). delta-rs's own commit and the refresh of its handle after it cost milliseconds
 locally, and on an object store several requests (it lists the log and reads entries again),
 which a replay pays on every table of every batch. Everything else (an overwrite, a table with
 writer features or column invariants, removes from an append-only table, a checkpoint's
-version, a new table on an object store) goes through delta-rs. On an object store executors
+version) goes through delta-rs. On an object store executors
 read and write data files through pyarrow (:mod:`~jobs.storage.arrow_reads`, ``arrow_writes``).
 """
 
@@ -166,12 +166,13 @@ class DeltaRsStorage(DeltaStorage):
 
     def exists(self, path: str) -> bool:
         root = local_path(path).rstrip("/")
-        if self._head(root) is not None:  # its latest log entry known here: two stat calls
-            return True
-        dt = self._latest.get(root)  # an open table whose log entry is there: one stat call
-        if dt is not None and entry_exists(root, dt.version()):
+        if self._head(root, newest=False) is not None:  # a log entry known here: one stat call
             return True
         return DeltaTable.is_deltatable(root)
+
+    def version_or_none(self, path: str) -> int | None:
+        head = self._head(local_path(path).rstrip("/"))  # (known here: two stat calls)
+        return head.version if head is not None else super().version_or_none(path)
 
     def version(self, path: str) -> int:
         root = local_path(path).rstrip("/")
@@ -349,27 +350,26 @@ class DeltaRsStorage(DeltaStorage):
                                             made.to_json())
         return WriteResult(version=0)
 
-    def _head(self, root: str) -> Appends | None:
+    def _head(self, root: str, newest: bool = True) -> Appends | None:
         """The latest version of the table at ``root`` and the app transactions known beyond its
         open handle (see :class:`Appends`), when its latest commits are this process's (no
-        other writer since, table not made again); else None."""
+        other writer since, table not made again); else None. ``newest=False``: without
+        checking for a later entry (an entry put only if absent is refused then anyway)."""
         dt = self._latest.get(root)
         head = self._appended.get(root)
         if dt is not None and (head is None or head.version < dt.version()):
             head = Appends(dt.version(), {})  # (the handle read the appends since)
-        if head is None:
+        if head is None or not entry_exists(root, head.version):
             return None
-        if not entry_exists(root, head.version) or entry_exists(root, head.version + 1):
-            return None
-        return head
+        return None if newest and entry_exists(root, head.version + 1) else head
 
     def _append(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
                 txn: Txn | None, metadata: Mapping[str, str] | None, remove: Sequence[str] = ()
                 ) -> WriteResult | None:
         """Append ``files`` (and remove the files ``remove``) as the next log entry of the table
         at ``root``, written here (see the module docstring); None when delta-rs has to make
-        this commit."""
-        head = self._head(root)
+        this commit (another writer took the version too)."""
+        head = self._head(root, newest=False)
         if head is None:
             return None
         dt = self._latest.get(root) if head.made is None else None
@@ -399,29 +399,30 @@ class DeltaRsStorage(DeltaStorage):
 
     def _make(self, root: str, files: Sequence[StagedFile], schema: pa.Schema,
               txn: Txn | None, metadata: Mapping[str, str] | None) -> WriteResult | None:
-        """Make a local table at ``root`` with ``files`` as its version 0, written here as
-        delta-rs's ``create_table_with_add_actions`` writes it (default protocol, no partitions,
-        no properties); None when delta-rs has to (a table or its first log entry is there
-        already, a path to encode, not a local path)."""
+        """Make a table at ``root`` with ``files`` as its version 0, written here as delta-rs's
+        ``create_table_with_add_actions`` writes it (default protocol, no partitions, no
+        properties); None when delta-rs has to (a table or a log entry is there already, a
+        path to encode)."""
         paths = [relative_path(f.path, root) for f in files]
         first = f"{log_dir(root)}/{0:020d}.json"
-        if is_remote(root) or not all(PLAIN_PATH.fullmatch(p) for p in paths) or not no_log(root):
+        if not all(PLAIN_PATH.fullmatch(p) for p in paths) or not no_log(root):
             return None
         made = Schema.from_arrow(schema).to_json()
         now_ms = int(time.time() * 1000)  # file bookkeeping only; never reaches operator output
         lines = table_entry(root, made, paths, files, txn, metadata, now_ms)
-        os.makedirs(os.path.dirname(first), exist_ok=True)
+        if not is_remote(root):
+            os.makedirs(os.path.dirname(first), exist_ok=True)
         if not create_entry(first, entry_text(lines)):
             return None  # another writer made the table: delta-rs sorts it out
         self._appended[root] = Appends(0, {txn.app_id: txn.version} if txn else {}, made)
         return WriteResult(version=0)
 
     def checkpoint(self, path: str, every: int) -> bool:
-        if not self.exists(path):
+        latest = self.version_or_none(path)  # (without bringing a handle up to date)
+        if latest is None:
             return False
         since = last_checkpoint(path)
-        # (the latest version without bringing a handle up to date)
-        if self.version(path) - (-1 if since is None else since) < every:
+        if latest - (-1 if since is None else since) < every:
             return False
         dt = self._current(path)
         try:

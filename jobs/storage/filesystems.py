@@ -17,9 +17,10 @@ from jobs.warehouse_uri import WarehouseError, WarehouseUri, parse_warehouse
 PROBE_TIMEOUT = 5
 
 
-def s3_client(env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEOUT):
+def s3_client(env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEOUT,
+              attempts: int = 1):
     """A boto3 S3 client of the AWS settings in ``env``, giving up after ``timeout`` seconds
-    without retries."""
+    and ``attempts`` tries (default: no retry)."""
     import boto3
     from botocore.config import Config
 
@@ -31,14 +32,46 @@ def s3_client(env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEO
         aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
         aws_session_token=options.get("AWS_SESSION_TOKEN"),
         config=Config(connect_timeout=timeout, read_timeout=timeout,
-                      retries={"max_attempts": 1, "mode": "standard"}))
+                      retries={"max_attempts": attempts, "mode": "standard"}))
 
 
 #: Seconds a conditional put of a log entry waits for the store (it is never retried).
 PUT_TIMEOUT = 60
 
-#: The clients :func:`create_object` made, by the AWS settings they were made with.
-_PUT_CLIENTS: dict[tuple, object] = {}
+#: The clients :func:`shared_client` made, by the AWS settings and timeout they were made with.
+_CLIENTS: dict[tuple, object] = {}
+
+
+def shared_client(timeout: float = PROBE_TIMEOUT, attempts: int = 1):
+    """:func:`s3_client` of this process's AWS settings, ``timeout`` and ``attempts``, made once
+    per process (making one costs tens of milliseconds; a client is safe to share between
+    threads)."""
+    key = (*storage_options().items(), timeout, attempts)
+    client = _CLIENTS.get(key)
+    if client is None:
+        client = _CLIENTS[key] = s3_client(timeout=timeout, attempts=attempts)
+    return client
+
+
+#: Tries of a read (:func:`read_object`): a read is safe to repeat.
+READ_ATTEMPTS = 3
+
+
+def read_object(uri: str) -> bytes:
+    """The whole object ``uri`` (``s3://BUCKET/KEY``) in one GET (pyarrow's S3 file system
+    asks for its size first: two requests); FileNotFoundError when there is none, OSError when
+    the store refuses it."""
+    from botocore.exceptions import ClientError
+
+    bucket, key = uri[len("s3://"):].split("/", 1)
+    try:
+        got = shared_client(PUT_TIMEOUT, READ_ATTEMPTS).get_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 404:
+            raise FileNotFoundError(uri) from None
+        raise OSError(f"cannot read {uri}: HTTP {status}") from exc
+    return got["Body"].read()
 
 
 def create_object(uri: str, data: bytes) -> bool:
@@ -48,10 +81,7 @@ def create_object(uri: str, data: bytes) -> bool:
     retried: a retry of a put that went through would be refused by its own object."""
     from botocore.exceptions import ClientError
 
-    options = tuple(storage_options().items())
-    client = _PUT_CLIENTS.get(options)
-    if client is None:
-        client = _PUT_CLIENTS[options] = s3_client(timeout=PUT_TIMEOUT)
+    client = shared_client(PUT_TIMEOUT)
     bucket, key = uri[len("s3://"):].split("/", 1)
     try:
         client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")

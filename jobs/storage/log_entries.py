@@ -1,4 +1,4 @@
-"""The log entries the delta-rs storage writes itself for plain appends and new local tables
+"""The log entries the delta-rs storage writes itself for plain appends and new tables
 (one JSON action a line, as delta-rs writes them; see :mod:`jobs.storage.delta_rs`)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from deltalake import CommitProperties, DeltaTable, Schema, Transaction
 
 from jobs.storage.base import StagedFile, Txn
 from jobs.storage.filesystems import create_object
-from jobs.storage.locations import is_remote, local_path
+from jobs.storage.locations import is_remote, local_path, names
 
 #: Relative data file paths a log entry can name as they are (no character to percent-encode).
 PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -51,8 +51,11 @@ def create_entry(path: str, text: str) -> bool:
 
 
 def no_log(root: str) -> bool:
-    """True when the local table directory ``root`` holds no log at all (no ``_delta_log``, or
-    an empty one): a first log entry made there starts the table."""
+    """True when the table directory ``root`` holds no log at all (no ``_delta_log``, or an
+    empty one): a first log entry made there starts the table. On an object store: no object
+    under the log's prefix (one listing)."""
+    if is_remote(root):
+        return not names(f"{root}/_delta_log")
     try:
         with os.scandir(f"{root}/_delta_log") as entries:
             return next(entries, None) is None
@@ -95,7 +98,7 @@ def change_actions(paths: Sequence[str], files: Sequence[StagedFile], removed: S
 
 def table_entry(root: str, schema_json: str, paths: Sequence[str], files: Sequence[StagedFile],
                 txn: Txn | None, metadata: Mapping[str, str] | None, now_ms: int) -> list[dict]:
-    """The actions of version 0 of a new local table at ``root`` with schema ``schema_json``
+    """The actions of version 0 of a new table at ``root`` with schema ``schema_json``
     and ``files`` (at ``paths``, relative), as delta-rs's ``create_table_with_add_actions``
     writes them (default protocol, no partitions, no properties)."""
     protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
@@ -103,7 +106,8 @@ def table_entry(root: str, schema_json: str, paths: Sequence[str], files: Sequen
             "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
             "partitionColumns": [], "createdTime": now_ms, "configuration": {}}
     info = commit_info("CREATE TABLE", {
-        "metadata": compact(meta), "mode": "ErrorIfExists", "location": f"file://{root}/",
+        "metadata": compact(meta), "mode": "ErrorIfExists",
+        "location": f"{root}/" if is_remote(root) else f"file://{root}/",
         "protocol": compact(protocol)}, metadata, now_ms)
     return [info, {"protocol": protocol}, {"metaData": meta},
             *change_actions(paths, files, [], txn, now_ms)]

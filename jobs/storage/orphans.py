@@ -54,7 +54,8 @@ def mark(table: str | Path) -> Mark:
 def _files_under(fs: pa.fs.FileSystem, entry: pa.fs.FileInfo) -> list[pa.fs.FileInfo]:
     if entry.type == pa.fs.FileType.File:
         return [entry]
-    return sorted((i for i in fs.get_file_info(pa.fs.FileSelector(entry.path, recursive=True))
+    return sorted((i for i in fs.get_file_info(pa.fs.FileSelector(entry.path, recursive=True,
+                                                                 allow_not_found=True))
                    if i.type == pa.fs.FileType.File and i.base_name.endswith(".parquet")),
                   key=lambda i: i.path)
 
@@ -79,25 +80,44 @@ def remove_unreferenced(table: str | Path, since: Mark | None = None) -> list[st
     staged after it): the cost does not grow with the table's history. Call it only while no
     one else writes the table (a replay holds the run's lock)."""
     named = table_root(str(table))
+    return _remove(table, names(f"{named}/{DATA}") - (since.data if since else frozenset()),
+                   since.version if since else None)
+
+
+def _remove(table: str | Path, new: frozenset[str], after: int | None) -> list[str]:
+    """:func:`remove_unreferenced` of the ``data/`` entries ``new``, against the log entries
+    after version ``after`` (None: the whole log)."""
+    named = table_root(str(table))
     fs, data = filesystem(f"{named}/{DATA}")
-    new = sorted(names(f"{named}/{DATA}") - (since.data if since else frozenset()))
     if not new:
         return []
-    referenced = referenced_files(table, since.version if since else None)
+    new = sorted(new)
+    referenced = referenced_files(table, after)
     if referenced is None:
         return []
     root = _root(table)
-    entries = fs.get_file_info([f"{data}/{name}" for name in new])
+    entries = (_objects(fs, data, new) if is_remote(named)
+               else fs.get_file_info([f"{data}/{name}" for name in new]))
     removed = []
     for entry in entries:
+        gone = 0
         for f in _files_under(fs, entry):
             relative = f.path[len(data) + 1:]
             if f.base_name.endswith(".parquet") and f"{root}/{DATA}/{relative}" not in referenced:
                 fs.delete_file(f.path)
                 removed.append(f"{named}/{DATA}/{relative}")
-    for entry in entries:
-        _remove_empty(fs, entry)
+                gone += 1
+        if gone or not is_remote(named):  # (a prefix is gone with its last object)
+            _remove_empty(fs, entry)
     return removed
+
+
+def _objects(fs: pa.fs.FileSystem, data: str, new: list[str]) -> list[pa.fs.FileInfo]:
+    """The entries ``new`` of a table's ``data`` prefix on an object store, without asking the
+    store (pyarrow asks twice of a prefix, a HEAD and a listing): a Parquet name is an object,
+    any other a prefix, whose objects :func:`_files_under` lists."""
+    return [pa.fs.FileInfo(f"{data}/{name}", pa.fs.FileType.File if name.endswith(".parquet")
+                           else pa.fs.FileType.Directory) for name in new]
 
 
 def remove_leftovers(tables: Iterable[str], since: Mapping[str, Mark] | None = None
@@ -111,3 +131,18 @@ def remove_leftovers(tables: Iterable[str], since: Mapping[str, Mark] | None = N
 def marks(tables: Iterable[str]) -> dict[str, Mark]:
     """:func:`mark` of each of a run's tables (local paths or URIs)."""
     return {table: mark(table) for table in tables}
+
+
+def clean_and_mark(tables: Iterable[str]) -> dict[str, Mark]:
+    """:func:`remove_leftovers` of a run's tables, then their :func:`marks`, each table's
+    ``data/`` listed once (on an object store a request per table less). A mark holds the
+    entries files were deleted from too: what is left in them is referenced by versions up to
+    the mark's, which the cleanup after the run does not read."""
+    found = {}
+    for table in tables:
+        root = table_root(str(table))
+        present = names(f"{root}/{DATA}")
+        _remove(table, present, None)
+        newest = newest_entry(root)
+        found[table] = Mark(present, -1 if newest is None else newest)
+    return found

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from jobs.storage.delta_log import log_dir
-from jobs.storage.locations import filesystem
+from jobs.storage.delta_log import log_dir, read_log_file
 
 #: How many file lists of versions, and snapshots of past versions, the delta-rs storage keeps.
 KEPT = 16
@@ -16,10 +15,9 @@ KEPT = 16
 def table_made(root: str) -> bytes | None:
     """A digest of the table's first log entry, which holds the table's id: it tells a table
     removed and made again at ``root``; None without such an entry (it is gone, or unreadable)."""
-    fs, inner = filesystem(f"{log_dir(root)}/{0:020d}.json")
     try:
-        with fs.open_input_stream(inner) as first:
-            return hashlib.blake2b(first.read(), digest_size=16).digest()
+        first = read_log_file(f"{log_dir(root)}/{0:020d}.json")
+        return hashlib.blake2b(first, digest_size=16).digest()
     except OSError:
         return None
 

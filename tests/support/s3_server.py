@@ -3,6 +3,7 @@ in its own process (pip-installable, no binary to download)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def s3_server(env: dict[str, str] | None = None, port: int | None = None,
               log: Path | None = None) -> Iterator[str]:
     """Run a moto S3 server (with the environment ``env``, on ``port`` or a free one) until the
     block ends; yields its endpoint URL. ``log``: the file its request log goes to (a line a
-    request, see :func:`requests_logged`)."""
+    request, see :func:`logged_requests`)."""
     port = port or free_port()
     out = log.open("wb") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
@@ -52,9 +53,15 @@ def s3_server(env: dict[str, str] | None = None, port: int | None = None,
             out.close()
 
 
-def requests_logged(log: Path) -> int:
-    """How many requests the server of :func:`s3_server` has logged to ``log`` so far."""
-    return log.read_text(errors="replace").count(' HTTP/1.1" ')
+#: A request in moto's log: ``"METHOD TARGET HTTP/1.1" STATUS``.
+_REQUEST = re.compile(r'"([A-Z]+) (\S+) HTTP/1\.1" (\d{3})')
+
+
+def logged_requests(log: Path, skip: int = 0) -> list[tuple[str, str, int]]:
+    """The requests the server of :func:`s3_server` has logged to ``log`` so far, after the
+    first ``skip``: (method, target with its query, status), in order."""
+    found = _REQUEST.findall(log.read_text(errors="replace"))
+    return [(method, target, int(status)) for method, target, status in found[skip:]]
 
 
 def aws_env(endpoint: str) -> dict[str, str]:

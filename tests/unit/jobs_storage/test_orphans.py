@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
-from jobs.storage.orphans import mark, referenced_files, remove_unreferenced
+from jobs.storage.orphans import clean_and_mark, mark, referenced_files, remove_unreferenced
 
 
 def _table(tmp_path: Path, commits: int) -> Path:
@@ -96,3 +96,28 @@ def test_a_mark_holds_the_newest_version_past_the_last_checkpoint(tmp_path):
     assert mark(table).version == 4
     assert mark(tmp_path / "never-made").version == -1
     assert len(referenced_files(table, after=2)) == 2  # the two appends' files only
+
+
+def _commit(table: Path, name: str) -> Path:
+    """A file staged under ``data/name`` and appended to the table's log."""
+    staged = _stray(table, name)
+    dt = DeltaTable(str(table))
+    dt.create_write_transaction(
+        [AddAction(path=f"data/{name}", size=staged.stat().st_size, partition_values={},
+                   modification_time=0, data_change=True, stats='{"numRecords": 1}')],
+        mode="append", schema=dt.schema())
+    return staged
+
+
+def test_clean_and_mark_keeps_a_killed_attempts_committed_files_through_the_run(tmp_path):
+    table = _table(tmp_path, 1)
+    committed = _commit(table, "a1/part-n000000.parquet")  # a killed attempt committed one file
+    spare = _stray(table, "a1/part-n000001.parquet")  # and staged one it never committed
+    started = clean_and_mark([str(table)])[str(table)]
+    assert not spare.exists() and committed.exists()
+    assert started.version == 1 and "a1" in started.data
+    resumed = _commit(table, "a2/part-n000001.parquet")  # the resumed run's attempt
+    resumed_spare = _stray(table, "a2/part-n000002.parquet")
+    assert remove_unreferenced(table, started) == [str(resumed_spare)]
+    assert committed.exists() and resumed.exists()
+    assert DeltaTable(str(table)).to_pyarrow_table().num_rows == 3
