@@ -23,11 +23,12 @@ def jvm_log_path() -> Path:
 
 
 def launch_quietly(conf: SparkConf) -> None:
-    """Launch the driver JVM and its Py4J gateway for ``conf`` with the JVM's stderr appended to
-    :func:`jvm_log_path`, unless a gateway is up already."""
+    """Launch the driver JVM and its Py4J gateway for ``conf`` with the JVM's stdout and stderr
+    appended to :func:`jvm_log_path`, unless a gateway is up already (the JVM, which outlives
+    the command by its shutdown, then holds none of the command's output streams open)."""
     if SparkContext._gateway is not None:
         return
     fd = os.open(jvm_log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "ab") as log:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)

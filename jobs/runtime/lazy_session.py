@@ -10,6 +10,7 @@ from contextlib import nullcontext
 from functools import partial
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from jobs.runtime.spark_session import get_spark, session_conf
@@ -67,9 +68,19 @@ class LazySpark:
                              name="reprise-spark-start", daemon=True).start()
 
     def _warm(self, starting: Future[SparkSession]) -> None:
+        workers: list[Future[None]] = []
+
+        def start_workers(context: SparkContext) -> None:  # while the session is made
+            workers.append(Future())
+            threading.Thread(target=one_task_job, args=(context, workers[0]), daemon=True,
+                             name="reprise-spark-workers").start()
+
         try:
-            spark = get_spark(settings=self._settings)
-            spark.sparkContext.parallelize([0], 1).foreach(lambda _: None)
+            spark = get_spark(settings=self._settings, on_context=start_workers)
+            if workers:
+                workers[0].result()
+            else:  # (the context was up already)
+                one_task_job(spark.sparkContext)
         except BaseException as exc:  # (handed to the session's first use)
             starting.set_exception(exc)
         else:
@@ -93,6 +104,20 @@ class LazySpark:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
+
+
+def one_task_job(context: SparkContext, done: Future[None] | None = None) -> None:
+    """Run a job of one empty task, which starts the Python workers (their daemon's imports);
+    ``done`` gets its end or its error."""
+    try:
+        context.parallelize([0], 1).foreach(lambda _: None)
+    except BaseException as exc:
+        if done is None:
+            raise
+        done.set_exception(exc)
+    else:
+        if done is not None:
+            done.set_result(None)
 
 
 def not_started(spark: object) -> LazySpark | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
@@ -186,11 +186,13 @@ def session_conf(master: str | None = None, conf: Mapping[str, str] | None = Non
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              settings: Settings | None = None, launch_only: bool = False
+              settings: Settings | None = None, launch_only: bool = False,
+              on_context: Callable[[SparkContext], None] | None = None
               ) -> SparkSession | None:
     """Return the process's SparkSession, creating it from :func:`session_conf` if needed
     (``launch_only``: only launch the driver JVM and its gateway, quietly, and return None; the
-    session is made by a later call, e.g. in another thread).
+    session is made by a later call, e.g. in another thread; ``on_context``: called with a new
+    context before the session is made on it).
 
     The executors' Python is ``spark.pyspark.python`` when the conf names one, else (cluster
     masters) the driver's ``PYSPARK_PYTHON``, else the driver's interpreter path; PySpark hands
@@ -222,8 +224,10 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         if fresh:  # the context from the conf; the session without options, so that its SQL
             # state (parser, analyser, catalog) is built on its first use, not here: a replay on
             # the direct exchange runs RDD jobs only (it takes the conf's spark.sql.* then)
-            SparkContext.getOrCreate(SparkConf().setMaster(master).setAppName("reprise")
-                                     .setAll(list(resolved.items())))
+            context = SparkContext.getOrCreate(SparkConf().setMaster(master).setAppName(
+                "reprise").setAll(list(resolved.items())))
+            if on_context is not None:
+                on_context(context)
             spark = SparkSession.builder.getOrCreate()
         else:
             spark = builder.getOrCreate()
