@@ -141,9 +141,11 @@ def phases(tree: Path, root: Path, query: str, run_id: str) -> dict[str, float]:
 
 
 def whole_command(tree: Path, root: Path, query: str, run_id: str) -> float:
-    """The wall time of ``reprise replay QUERY`` of ``tree`` forced onto Spark."""
+    """The wall time of ``reprise replay QUERY`` of ``tree`` forced onto Spark (through the
+    tree's console script: ``jobs.cli.entry`` where it has one, else ``jobs.cli.app``)."""
+    entry = "jobs.cli.entry" if (tree / "jobs" / "cli" / "entry.py").is_file() else "jobs.cli.app"
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "from jobs.cli.app import run; run()", "replay", query,
+    subprocess.run([sys.executable, "-c", f"from {entry} import run; run()", "replay", query,
                     "--run-id", run_id, "--warehouse", str(root), "--catalog",
                     str(tree / "schemas")], cwd=tree, env=_env(tree), check=True,
                    capture_output=True, text=True)

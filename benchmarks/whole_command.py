@@ -77,7 +77,7 @@ def generate(root: Path, catalog: Path, name: str, events: int, keys: int, commi
 def replay_s(root: Path, catalog: Path, query: str, engine: str, run_id: str) -> float:
     """The wall time of ``reprise replay QUERY --engine ENGINE`` as a new run (removed after)."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "from jobs.cli.app import run; run()", "replay",
+    done = subprocess.run([sys.executable, "-c", "from jobs.cli.entry import run; run()", "replay",
                            query, "--run-id", run_id, "--engine", engine, "--warehouse",
                            str(root), "--catalog", str(catalog)], cwd=ROOT, env=_env(),
                           capture_output=True, text=True)

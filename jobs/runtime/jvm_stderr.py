@@ -16,6 +16,8 @@ from pathlib import Path
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 
+from jobs.runtime import early_launch
+
 
 def jvm_log_path() -> Path:
     """``reprise-jvm-<uid>.log`` in the temporary directory (appended to by every command)."""
@@ -26,6 +28,7 @@ def launch_quietly(conf: SparkConf) -> None:
     """Launch the driver JVM and its Py4J gateway for ``conf`` with the JVM's stdout and stderr
     appended to :func:`jvm_log_path`, unless a gateway is up already (the JVM, which outlives
     the command by its shutdown, then holds none of the command's output streams open)."""
+    early_launch.wait()
     if SparkContext._gateway is not None:
         return
     fd = os.open(jvm_log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -1,6 +1,7 @@
-"""The ``reprise`` process itself (``jobs.cli.app:run``): its exit status is the command's, errors
-are one line, and it never aborts in the interpreter's teardown after the work is done (delta-rs
-and pyarrow threads could make a normal exit abort with status 134 now and then)."""
+"""The ``reprise`` process itself (``jobs.cli.entry:run``, then ``jobs.cli.app:run``): its exit
+status is the command's, errors are one line, and it never aborts in the interpreter's teardown
+after the work is done (delta-rs and pyarrow threads could make a normal exit abort with status
+134 now and then)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def reprise(warehouse: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_the_installed_command_is_the_guarded_entry_point():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["reprise"] == "jobs.cli.app:run"
+    assert scripts["reprise"] == "jobs.cli.entry:run"
 
 
 def test_exit_status_and_error_line_pass_through_and_reading_tables_never_aborts():
