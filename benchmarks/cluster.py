@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.integration.standalone import StandaloneCluster, cluster_env
+from tests.support.standalone import StandaloneCluster, cluster_env
 
 from .harness import ROOT
 from .results import RESULTS_ENV, command_line, record
