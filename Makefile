@@ -80,10 +80,12 @@ bench: $(STAMP) jars $(CLASS_ARCHIVE)
 bench-cluster: $(STAMP)
 	$(BIN)/python -m benchmarks.cluster
 
-# Tumbling over 1M events with 2, 8, 32 buckets, with and without the key-hash layout
-# (benchmarks/scale.py).
+# Tumbling, sliding and QRE over 1M events with 2, 8, 32 buckets, with and without the key-hash
+# layout, and 10M events on Spark and in the driver (benchmarks/scale.py); time per event and
+# peak memory at 1M, 10M and 100M events (benchmarks/scale_series.py, about 1.3 GB of disk).
 bench-scale: $(STAMP) jars $(CLASS_ARCHIVE)
 	$(BIN)/python -m benchmarks.scale
+	$(BIN)/python -m benchmarks.scale_series
 
 # The documentation site (MkDocs, strict: a broken link or a page missing from the nav fails).
 docs: $(STAMP)
