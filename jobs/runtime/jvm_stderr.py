@@ -1,10 +1,11 @@
-"""Where the JVM's own stderr goes when Spark starts quietly: a log file, not the terminal.
+"""Where the JVM's own output goes when Spark starts quietly: a log file, not the terminal.
 
-The JVM inherits the process's stderr when PySpark launches it; a few lines it prints before
-any logging is configured (``WARNING: Using incubator modules``, from the module system) cannot
-be turned off by a log level, so the JVM is launched with its stderr pointed at a log file (the
-process's own stderr is left alone, so Spark can start in a background thread while the command
-writes to the terminal).
+The JVM inherits the process's stdout and stderr when PySpark launches it; a few lines it prints
+before any logging is configured (``WARNING: Using incubator modules``, from the module system)
+cannot be turned off by a log level, so the JVM is launched with both pointed at a log file (the
+process's own streams are left alone, so Spark can start in a background thread while the
+command writes to the terminal, and a caller reading the command's output is not held open by
+the JVM, which outlives the command by its shutdown).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ def jvm_log_path() -> Path:
 
 def launch_quietly(conf: SparkConf) -> None:
     """Launch the driver JVM and its Py4J gateway for ``conf`` with the JVM's stdout and stderr
-    appended to :func:`jvm_log_path`, unless a gateway is up already (the JVM, which outlives
-    the command by its shutdown, then holds none of the command's output streams open)."""
+    appended to :func:`jvm_log_path`, unless a gateway is up already (after waiting for a launch
+    :mod:`jobs.runtime.early_launch` began)."""
     early_launch.wait()
     if SparkContext._gateway is not None:
         return
