@@ -143,7 +143,11 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
         if not reason and ctx.merged:
             reason = _merge_order_problem(replay, info, ctx, sources)
         if not reason:
-            return Continuation(info, _next_segment(replay, info, ctx, sources, old), clean=True)
+            try:  # (nothing is written before the new files are known)
+                return Continuation(info, _next_segment(replay, info, ctx, sources, old),
+                                    clean=True)
+            except RecordingRewritten as exc:  # (a commit that removed them, labelled append)
+                reason = f"recording {ctx.query.input!r} was rewritten: {exc}"
     fresh_id = replay.default_run_id(info.query, plan=info.plan)
     if fresh_id == info.run_id:
         raise ReplayError(f"run {info.run_id!r} cannot be continued ({reason}) and a fresh run "
@@ -205,6 +209,10 @@ def _merge_order_problem(replay: Replay, info: RunInfo, ctx, sources: dict[str, 
     return ""
 
 
+class RecordingRewritten(ReplayError):
+    """Files a run read are no longer live in a later version of its recording."""
+
+
 def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
               ) -> list[dict]:
     """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
@@ -221,8 +229,8 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
     added, removed = found
     uris = {f["uri"] for f in known}
     if gone := uris & removed:
-        raise ReplayError(f"the input files of version {old} of {path} are no longer live at "
-                          f"version {new} (e.g. {sorted(gone)[0]}); replay afresh")
+        raise RecordingRewritten(f"the input files of version {old} of {path} are no longer "
+                                 f"live at version {new} (e.g. {sorted(gone)[0]})")
     fresh = sorted((u for u in added if u not in uris and u not in removed),
                    key=lambda u: (added[u][0], u))
     files: list[dict] = []

@@ -116,6 +116,26 @@ def test_rewritten_recording_is_replayed_from_scratch_with_the_reason(
     assert replay.manifest(first.info.run_id).num_rows == first.info.batches + 1
 
 
+def test_a_recording_generated_again_is_replayed_from_scratch(spark, storage, catalog,
+                                                               warehouse):
+    """``generate --replace`` commits the new events and removes the old files in one commit
+    that its log labels an append (as ``make demo`` run twice does): a continuation of a run
+    over the old files replays the query from scratch and says why, instead of failing."""
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=2_000, seed=5,
+                       commits=2)
+    replay = Replay(spark, storage, warehouse, catalog)
+    first = continue_query(replay, QUERY, log=lambda line: None)
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=1_500, seed=6,
+                       commits=2, replace=True)
+    lines: list[str] = []
+    result = continue_query(replay, QUERY, log=lines.append)
+    assert result.info.run_id != first.info.run_id
+    assert "rewritten" in result.fresh_reason and "no longer live" in result.fresh_reason
+    assert any("from scratch" in line for line in lines), lines
+    assert result.info.total == 1_500
+    assert validate_run(replay, catalog, result.info.run_id).ok
+
+
 def test_an_spj_continuation_killed_after_merging_its_input_finishes_at_the_merged_version(
         spark, storage, catalog, warehouse):
     """Killed after the merged input of its new segment was committed and before ``run.json``
