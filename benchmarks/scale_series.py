@@ -1,8 +1,9 @@
 """Benchmark: time per event and peak memory per process as the recording grows.
 
 The tumbling replay (``vitals_hr_1m``) of vitals recordings of ``--sizes`` events (1M, 10M and
-100M by default), each with the same keys (5,000) and the same events per commit (200,000), so
-that a batch, and the state it keeps, are the same size whatever the recording's: the whole
+100M by default), each with the same keys (5,000), the same events per commit (200,000) and the
+same batches per Spark job (5, all of the smallest recording's), so that a batch, a job and the
+state they keep are the same size whatever the recording's: the whole
 ``reprise replay`` forced onto Spark with 2 buckets on ``local[2]``, and stepped in the driver,
 once each per size (the largest recording takes about 1.3 GB of disk, generated and removed in
 turn). Reports wall seconds, microseconds per event and the peak resident memory of the driver,
@@ -27,7 +28,7 @@ from .harness import ROOT, scratch_parent
 from .results import command_line, record
 from .scale import QUERIES, generated, recording_bytes, replay_once, summary
 
-KEYS, PER_COMMIT = 5_000, 200_000
+KEYS, PER_COMMIT, PER_JOB = 5_000, 200_000, 5
 
 
 def main() -> None:
@@ -37,7 +38,8 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     catalog = load_catalog(ROOT / "schemas")
     storage = open_driver_storage("delta-rs")
-    env = {**os.environ, "REPRISE_SPARK_MASTER": "local[2]"}
+    env = {**os.environ, "REPRISE_SPARK_MASTER": "local[2]",
+           "REPRISE_BATCHES_PER_JOB": str(PER_JOB)}
     result: dict[str, dict] = {}
     for events in sizes:
         root = Path(scratch_parent()) / f"reprise-series-{os.getpid()}"
@@ -66,7 +68,8 @@ def main() -> None:
                     last[f"peak_{role}_mb"] / first[f"peak_{role}_mb"], 3)
     print(json.dumps(ratios, indent=1))
     record("scale_series", command=command_line(),
-           data_size={"sizes": sizes, "keys": KEYS, "events_per_commit": PER_COMMIT},
+           data_size={"sizes": sizes, "keys": KEYS, "events_per_commit": PER_COMMIT,
+                      "batches_per_job": PER_JOB},
            medians={f"{name}_s": case["s"] for name, case in result.items()} | ratios,
            ratio=ratios[f"spark_per_event_{high}_over_{low}"],
            target="time per event at the largest size within 1.2x of the smallest's; peak "
