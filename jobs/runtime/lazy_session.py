@@ -5,6 +5,7 @@ JVM."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import nullcontext
 from functools import partial
@@ -51,40 +52,31 @@ class LazySpark:
         background thread, while the command goes on (reads the catalog, pins the recording,
         plans its batches, or runs its first batches in the driver); the first use of the
         session waits for it (and raises its error). The JVM is launched in the thread too, or,
-        ``launch_here``, first in this one (a whole command forced onto Spark took 15.4 s that
-        way and 20.9 s with the launch in the thread, medians of 3 alternating rounds on a
-        loaded machine; why is not known). The thread does not
-        keep the process alive: a command that ends without the session leaves it unfinished
-        (the JVM exits with the process)."""
+        ``launch_here``, first in this one (measured no slower for a command forced onto
+        Spark). The thread does not keep the process alive: a command that ends without the
+        session leaves it unfinished (the JVM exits with the process)."""
         if self._session is None and self._starting is None:
-            self._starting = Future()
             if launch_here:
                 try:
                     get_spark(settings=self._settings, launch_only=True)
                 except BaseException as exc:  # (raised by the session's first use)
+                    self._starting = Future()
                     self._starting.set_exception(exc)
                     return
-            threading.Thread(target=self._warm, args=(self._starting,),
-                             name="reprise-spark-start", daemon=True).start()
+            self._starting = in_background(self._warm, name="reprise-spark-start")
 
-    def _warm(self, starting: Future[SparkSession]) -> None:
+    def _warm(self) -> SparkSession:
         workers: list[Future[None]] = []
 
         def start_workers(context: SparkContext) -> None:  # while the session is made
-            workers.append(Future())
-            threading.Thread(target=one_task_job, args=(context, workers[0]), daemon=True,
-                             name="reprise-spark-workers").start()
+            workers.append(in_background(one_task_job, context, name="reprise-spark-workers"))
 
-        try:
-            spark = get_spark(settings=self._settings, on_context=start_workers)
-            if workers:
-                workers[0].result()
-            else:  # (the context was up already)
-                one_task_job(spark.sparkContext)
-        except BaseException as exc:  # (handed to the session's first use)
-            starting.set_exception(exc)
-        else:
-            starting.set_result(spark)
+        spark = get_spark(settings=self._settings, on_context=start_workers)
+        if workers:
+            workers[0].result()
+        else:  # (the context was up already)
+            one_task_job(spark.sparkContext)
+        return spark
 
     @property
     def session(self) -> SparkSession:
@@ -106,18 +98,24 @@ class LazySpark:
         return getattr(self.session, name)
 
 
-def one_task_job(context: SparkContext, done: Future[None] | None = None) -> None:
-    """Run a job of one empty task, which starts the Python workers (their daemon's imports);
-    ``done`` gets its end or its error."""
-    try:
-        context.parallelize([0], 1).foreach(lambda _: None)
-    except BaseException as exc:
-        if done is None:
-            raise
-        done.set_exception(exc)
-    else:
-        if done is not None:
-            done.set_result(None)
+def one_task_job(context: SparkContext) -> None:
+    """Run a job of one empty task, which starts the Python workers (their daemon's imports)."""
+    context.parallelize([0], 1).foreach(lambda _: None)
+
+
+def in_background(call: Callable[..., Any], *args: Any, name: str) -> Future:
+    """``call(*args)`` in a daemon thread (it does not keep the process alive): its result or
+    its error."""
+    done: Future = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(call(*args))
+        except BaseException as exc:  # (handed to whoever waits for it)
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done
 
 
 def not_started(spark: object) -> LazySpark | None:
