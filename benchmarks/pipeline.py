@@ -95,11 +95,12 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmups", type=int, default=1)
+    parser.add_argument("--engine", default="auto", choices=["auto", "driver", "spark"])
     args = parser.parse_args()
     catalog = load_catalog(ROOT / "schemas")
     with bench(args.master) as b:
         warehouse = b.vitals(catalog, "big", args.events, args.keys, args.batches)
-        replay = Replay(b.spark, b.storage, warehouse, catalog)
+        replay = Replay(b.spark, b.storage, warehouse, catalog, engine=args.engine)
         parts: dict[str, list[float]] = defaultdict(list)
         timed = medians(works(replay, parts), rounds=args.rounds, warmups=args.warmups)
     up, sep, fus = timed["upstream"], timed["separate"], timed["fused"]
