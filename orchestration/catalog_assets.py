@@ -1,5 +1,6 @@
 """Every asset of a catalog: its recordings, the shared replays of each recording's
-single-input queries, and each multi-input query's and pipeline stage's replay."""
+single-input queries and of the pipeline stages over each upstream query, and each
+multi-input query's replay."""
 
 from __future__ import annotations
 
@@ -14,15 +15,23 @@ from orchestration.shared_assets import build_shared_replays
 
 def build_assets(catalog: Catalog) -> list[dg.AssetsDefinition]:
     """Every recording; the replays of the single-input queries of each recording as one
-    multi-asset (materialised together they share the scan); each multi-input query and each
-    pipeline stage (it depends on its upstream query's replay) alone."""
+    multi-asset (materialised together they share the scan), and likewise the pipeline stages
+    over each upstream query (materialised together they share its output, read once; each
+    depends on its upstream query's replay); a multi-input query, or the only stage over its
+    upstream, alone."""
     assets = [build_recording_asset(spec) for spec in catalog.recordings.values()]
     by_recording: dict[str, list[QuerySpec]] = {}
+    by_upstream: dict[str, list[QuerySpec]] = {}
     for q in catalog.queries.values():
-        if family_of(q.kind, q.source).single_input and q.upstream is None:
+        if not family_of(q.kind, q.source).single_input:
+            assets.append(build_replay_asset(q, catalog.recordings))
+        elif q.upstream is None:
             by_recording.setdefault(q.input, []).append(q)
         else:
-            assets.append(build_replay_asset(q, catalog.recordings))
+            by_upstream.setdefault(q.upstream.query.name, []).append(q)
     assets += [build_shared_replays(name, queries, catalog.recordings)
                for name, queries in sorted(by_recording.items())]
+    for name, stages in sorted(by_upstream.items()):
+        assets.append(build_shared_replays(name, stages, catalog.recordings) if len(stages) > 1
+                      else build_replay_asset(stages[0], catalog.recordings))
     return assets

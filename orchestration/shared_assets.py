@@ -1,6 +1,8 @@
-"""The replays of one recording as one subsettable multi-asset: the first materialisation of
-several of them replays them as one shared run (``jobs/shared/shared_run.py``: one scan per batch
-group); a query with a run (complete, or interrupted: finished first) is continued on its own
+"""The replays of one recording, or the pipeline stages over one upstream query, as one
+subsettable multi-asset: the first materialisation of several of them replays them as one
+shared run (``jobs/shared/shared_run.py``: one scan per batch group; stages: the upstream's run
+is continued first and its output read once, ``jobs/shared/shared_stages.py``); a query with a
+run (complete, or interrupted: finished first) is continued on its own
 (``jobs/runs/continuation.py``), as is one materialised alone. The shared plan is
 materialisation metadata."""
 
@@ -31,14 +33,15 @@ def plan_metadata(plan) -> dict:
             "plan_counters": dg.MetadataValue.json(doc["counters"])}
 
 
-def build_shared_replays(recording: str, queries: list[QuerySpec],
+def build_shared_replays(source: str, queries: list[QuerySpec],
                          recordings: dict[str, RecordingSpec]) -> dg.AssetsDefinition:
-    """``replays/<name>`` for every query of ``queries`` (all on ``recording``; ``recordings``:
-    the catalog's)."""
+    """``replays/<name>`` for every query of ``queries``: all on the recording ``source``, or
+    all pipeline stages over the query ``source`` (``recordings``: the catalog's)."""
     names = {replay_key(q.name): q.name for q in queries}
+    stages = queries[0].upstream is not None
 
     @dg.multi_asset(specs=[replay_spec(q, recordings) for q in queries],
-                    name=f"replays_of_{recording}",
+                    name=f"stages_over_{source}" if stages else f"replays_of_{source}",
                     can_subset=True)
     def replays(context: dg.AssetExecutionContext, spark: SparkResource,
                 warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
@@ -59,8 +62,10 @@ def build_shared_replays(recording: str, queries: list[QuerySpec],
                 "shared": False}, data_version=data_version(result.info))
         if len(first) < 2:
             return
+        # stages: over the upstream's run continued to the latest version (as one alone reads)
+        upstream = continue_query(runner, source, log=context.log.info).info if stages else None
         shared = SharedReplay(runner)  # first replays of several queries: one shared scan
-        infos = shared.prepare(first)
+        infos = shared.prepare(first, upstream=upstream)
         plan, alone = shared.plan(infos)
         manifests = shared.run(infos, say=context.log.info, planned=(plan, alone))
         for info in infos:
@@ -70,6 +75,9 @@ def build_shared_replays(recording: str, queries: list[QuerySpec],
             metadata["shared"] = plan is not None and info not in alone
             if metadata["shared"]:
                 metadata.update(plan_metadata(plan))
+            if upstream is not None:  # (1: the stages' runs were made from one read of it)
+                metadata.update(upstream_run_id=upstream.run_id,
+                                upstream_output_reads=shared.upstream_reads)
             yield dg.MaterializeResult(asset_key=replay_key(info.query), metadata=metadata,
                                        data_version=data_version(info))
 

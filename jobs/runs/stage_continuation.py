@@ -40,6 +40,7 @@ from jobs.runs.run_segments import (
     pinned_version,
     save_run,
 )
+from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import Txn
 from jobs.storage.staging import stage_table
 
@@ -50,6 +51,8 @@ def stage_run_over(replay: Replay, ctx: RunContext, upstream: RunInfo) -> RunInf
     fp = fingerprint(ctx.query, ctx.operator)
     best: tuple[int, RunInfo] | None = None
     for run_id in replay.warehouse.runs():
+        if run_id.endswith(STANDALONE_SUFFIX):  # (the equals_standalone check's, over the same)
+            continue
         head = run_header(replay.warehouse.run_dir(run_id) / "run.json")
         if head.query != ctx.query.name or head.fingerprint != fp:
             continue

@@ -266,12 +266,14 @@ class SharedReplay:
     #: Reads of an upstream query's output by the stages prepared over it.
     upstream_reads: int = field(default=0, init=False)
 
-    def prepare(self, names: list[str], plan: str | None = None, version: int | None = None
-                ) -> list[RunInfo]:
+    def prepare(self, names: list[str], plan: str | None = None, version: int | None = None,
+                upstream: RunInfo | None = None) -> list[RunInfo]:
         """Each query's run (created or loaded, with its standalone run id); stages over one
-        upstream query read its output once (:func:`~jobs.shared.shared_stages.prepare_stages`)."""
+        upstream query read its output once (:func:`~jobs.shared.shared_stages.prepare_stages`;
+        ``upstream``: the complete run of it they read, default the one at ``plan`` and
+        ``version``)."""
         if len(names) > 1 and one_upstream(self.runner.catalog, names) is not None:
-            infos, reads = prepare_stages(self.runner, names, plan, version)
+            infos, reads = prepare_stages(self.runner, names, plan, version, upstream)
             self.upstream_reads += reads
             return infos
         return [self.runner.prepare(name, plan=plan, version=version) for name in names]

@@ -26,16 +26,18 @@ def one_upstream(catalog: Catalog, names: list[str]) -> str | None:
     return upstreams.pop() if len(upstreams) == 1 else None
 
 
-def prepare_stages(runner: Replay, names: list[str], plan: str | None, version: int | None
-                   ) -> tuple[list[RunInfo], int]:
+def prepare_stages(runner: Replay, names: list[str], plan: str | None, version: int | None,
+                   upstream: RunInfo | None = None) -> tuple[list[RunInfo], int]:
     """The runs of the stages ``names`` (each over one upstream query, :func:`one_upstream`;
-    the run ids of their standalone replays) over the upstream's complete run, and how many
-    times its output was read (1 when a stage's run was made, else 0)."""
+    the run ids of their standalone replays) over the upstream's complete run (``upstream``:
+    that run, e.g. a continued one; default: its run at ``plan`` and ``version``, replayed or
+    reused), and how many times its output was read (1 when a stage's run was made, else 0)."""
     contexts = [runner.context(name) for name in names]
     reader = contexts[0].query
     assert reader.upstream is not None
-    upstream = runner.prepare(reader.upstream.query.name, plan=plan, version=version)
-    runner.run(upstream)  # (a complete run is reused: nothing to run)
+    if upstream is None:
+        upstream = runner.prepare(reader.upstream.query.name, plan=plan, version=version)
+        runner.run(upstream)  # (a complete run is reused: nothing to run)
     read: list[UpstreamOutput] = []
 
     def output() -> UpstreamOutput:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from jobs.runs.replay import Replay
+from jobs.runs.pipeline_stage import stage_over, upstream_read
+from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_info import read_run
 
 COMPARED = ("output", "late", "quarantine")
@@ -25,11 +26,15 @@ def table_rows(replay: Replay, run_id: str, kind: str) -> pd.DataFrame:
 
 def compare_with_standalone(replay: Replay, run_id: str) -> list[dict]:
     """Replay run ``run_id``'s query alone (run ``<run_id>-standalone``: same input version and
-    batch plan; resumed or reused if it exists) and list the tables whose rows differ (empty:
-    the shared run equals the standalone one)."""
+    batch plan; a pipeline stage: over the same upstream run; resumed or reused if it exists)
+    and list the tables whose rows differ (empty: the shared run equals the standalone one)."""
     info = read_run(replay.warehouse, run_id)
-    alone = replay.prepare(info.query, plan=info.plan, run_id=f"{run_id}{STANDALONE_SUFFIX}",
-                           version=info.input_version)
+    alone_id = f"{run_id}{STANDALONE_SUFFIX}"
+    upstream, _ = upstream_read(replay, info)
+    alone = (replay.prepare(info.query, plan=info.plan, run_id=alone_id,
+                            version=info.input_version) if upstream is None
+             else stage_over(replay, replay.context(info.query),
+                             read_run(replay.warehouse, upstream), alone_id, run_id_of))
     replay.run(alone)
     differences = []
     for kind in COMPARED:

@@ -57,3 +57,59 @@ def test_subset_of_replays_shares_and_one_runs_alone(spark, storage, catalog, wa
     assert alone.success
     (event,) = alone.get_asset_materialization_events()
     assert event.asset_key == hr and not event.materialization.metadata["shared"].value
+
+
+def test_stages_over_one_upstream_share_its_output_and_one_runs_alone(spark, storage, catalog,
+                                                                     warehouse, monkeypatch):
+    from jobs.runs.pipeline_stage import upstream_read
+    from jobs.runs.replay import Replay
+    from jobs.runs.run_info import read_run
+    from jobs.shared.standalone_compare import STANDALONE_SUFFIX
+
+    monkeypatch.setenv("REPRISE_WAREHOUSE", str(warehouse.root))
+    generate_recording(storage, warehouse, catalog, "vitals", keys=4, events=1_500, seed=4,
+                       commits=2, replace=True)
+    defs = build_definitions(str(ROOT / "schemas"))
+    graph = defs.resolve_asset_graph()
+    minutes = dg.AssetKey(["replays", "vitals_hr_1m"])
+    alert, hourly = (dg.AssetKey(["replays", n])
+                     for n in ("vitals_tachy_alert", "vitals_hr_hourly_peak"))
+    for stage in (alert, hourly):  # each keeps its key, lineage and group
+        assert graph.get(stage).parent_keys == {minutes}
+    assert graph.get(hourly).group_name == "window" and graph.get(alert).group_name == "qre"
+    instance = dg.DagsterInstance.ephemeral()
+
+    result = run_selection(defs, "two_stages", [VITALS, minutes, alert, hourly], instance)
+    assert result.success
+    events = {e.asset_key: e for e in result.get_asset_materialization_events()}
+    meta = {key: e.materialization.metadata for key, e in events.items()}
+    # one step materialised both stages, as one shared run over one read of the upstream run
+    assert events[alert].step_key == events[hourly].step_key == "stages_over_vitals_hr_1m"
+    upstream_run = meta[minutes]["run_id"].value
+    for key in (alert, hourly):
+        assert meta[key]["shared"].value, meta[key]
+        assert meta[key]["upstream_run_id"].value == upstream_run
+        assert meta[key]["upstream_output_reads"].value == 1
+    assert meta[alert]["plan_hash"].value == meta[hourly]["plan_hash"].value
+    clusters = meta[alert]["plan_clusters"].value
+    assert sorted(q for c in clusters for q in c["queries"]) == ["vitals_hr_hourly_peak",
+                                                                 "vitals_tachy_alert"]
+    runner = Replay(spark, storage, warehouse, catalog)
+    reads = {upstream_read(runner, read_run(warehouse, meta[key]["run_id"].value))
+             for key in (alert, hourly)}
+    (read,) = reads  # both input tables were written from the same output version
+    assert read[0] == upstream_run and read[1] is not None
+    checks = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
+    for key in (alert, hourly):
+        for name in ("equals_standalone", "matches_reference", "quality", "manifest_reconciles"):
+            assert checks[key, name].passed, (key, name, checks[key, name].metadata)
+        run_id = meta[key]["run_id"].value  # compared with a replay of the stage alone
+        assert (checks[key, "equals_standalone"].metadata["standalone_run_id"].value
+                == f"{run_id}{STANDALONE_SUFFIX}")
+        assert checks[key, "equals_standalone"].metadata["differences"].value == []
+
+    alone = run_selection(defs, "one_stage", [hourly], instance)
+    assert alone.success
+    (event,) = alone.get_asset_materialization_events()
+    assert event.asset_key == hourly and not event.materialization.metadata["shared"].value
+    assert event.materialization.metadata["run_id"].value == meta[hourly]["run_id"].value
