@@ -69,39 +69,38 @@ def validate(
 
 
 def plan(
-    queries: Annotated[list[str], typer.Argument(help="Query names on one recording")],
+    queries: Annotated[list[str], typer.Argument(help="Query names on one recording, or "
+                                                 "pipeline stages over one upstream query")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
     warehouse: Warehouse_ = None, catalog: Catalog_ = None,
 ) -> None:
     """Show how queries on one recording share a replay: clusters, panes, residuals, costs
-    (a pipeline stage: the stages of its chain)."""
+    (a pipeline stage: the stages of its chain; stages over one upstream: how they share its
+    output, and each one's chain)."""
     import json
-
-    from jobs.shared.shared_plan import plan_json, plan_text, shared_plan
 
     settings = load_settings()
     cat = catalog_of(settings, catalog)
-    stages = [name for name in queries if cat.query(name).upstream is not None]
-    if stages:  # a pipeline stage: its chain's stages
+    if len(queries) == 1 and cat.query(queries[0]).upstream is not None:  # its chain
         from jobs.runs.pipeline_fusion import chain_plan, chain_plan_text
 
-        if len(queries) > 1:
-            err.print(f"error: {stages[0]} is a pipeline stage (it reads query "
-                      f"{cat.query(stages[0]).input}): plan it on its own", highlight=False)
-            raise typer.Exit(code=1)
-        doc = chain_plan(cat.query(stages[0]))
-        if as_json:
-            print(json.dumps(doc, indent=1))
-            return
-        for line in chain_plan_text(doc):
-            console.print(line, highlight=False, soft_wrap=True)
-        return
-    result = shared_plan(cat, open_warehouse(warehouse or settings.warehouse), queries)
-    doc = plan_json(cat, result, queries)
+        doc = chain_plan(cat.query(queries[0]))
+        lines = chain_plan_text(doc)
+    elif any(cat.query(name).upstream is not None for name in queries):
+        from jobs.shared.stages_plan import stages_plan, stages_plan_text
+
+        result, doc = stages_plan(cat, open_warehouse(warehouse or settings.warehouse), queries)
+        lines = stages_plan_text(result, doc)
+    else:
+        from jobs.shared.shared_plan import plan_json, plan_text, shared_plan
+
+        result = shared_plan(cat, open_warehouse(warehouse or settings.warehouse), queries)
+        doc = plan_json(cat, result, queries)
+        lines = plan_text(result, doc["on_its_own"])
     if as_json:
         print(json.dumps(doc, indent=1))
         return
-    for line in plan_text(result, doc["on_its_own"]):
+    for line in lines:
         console.print(line, highlight=False, soft_wrap=True)
 
 

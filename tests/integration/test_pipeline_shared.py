@@ -4,6 +4,7 @@ pass, each with its own run (the id of its standalone replay), tables and valida
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,25 @@ def test_a_stage_left_fused_resumes_alone_and_a_killed_shared_run_resumes(spark,
     assert_same_runs(resumed, alone, run_ids)
     for run_id in run_ids:
         assert validate_run(resumed, resumed.catalog, run_id).ok
+
+
+def test_plan_of_stages_samples_the_upstream_run_and_is_the_plan_their_replay_runs(spark,
+                                                                                   storage):
+    replay, _ = two_warehouses(spark, storage, seed=3, events=300)
+    root = Path(replay.warehouse.root)
+    where = ["--catalog", str(root.parent / "schemas"), "--warehouse", str(root)]
+    cli = CliRunner()
+    done = cli.invoke(app, ["replay", "ev_w_busy", "ev_w_max", *where])
+    assert done.exit_code == 0, done.output
+    result = cli.invoke(app, ["plan", "ev_w_max", "ev_w_busy", "--json", *where])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    upstream = replay.prepare("ev_w")  # (the run the replay made, complete)
+    assert doc["upstream"] == "ev_w" and doc["statistics_run"] == upstream.run_id
+    assert doc["estimates"]["rows"] == len(table_rows(replay, upstream.run_id, "output")) > 0
+    assert sorted(q for c in doc["clusters"] for q in c["queries"]) == ["ev_w_busy", "ev_w_max"]
+    # the shared run the replay made is the one the plan shows
+    assert f"plan {doc['plan_hash'][:16]}" in done.output
+    text = cli.invoke(app, ["plan", "ev_w_max", "ev_w_busy", *where])
+    assert text.exit_code == 0, text.output
+    assert f"statistics: the output of run {upstream.run_id} of ev_w" in text.output

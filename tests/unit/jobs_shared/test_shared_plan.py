@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from deltalake import write_deltalake
 from helpers import events_table, small_catalog
 from typer.testing import CliRunner
@@ -257,3 +258,62 @@ def test_runs_that_cannot_share_are_all_replayed_on_their_own(tmp_path):
     plan, alone = runner.plan(mixed)
     assert plan is not None and sorted(v.name for v in plan.views) == ["s1", "w2"]
     assert alone == [mixed[1]]
+
+
+#: Pipeline stages: two over ``ev_w``'s output, one over ``ev_q``'s.
+STAGES = {
+    "w_top": ("name: w_top\nkind: window\ninput: {query: ev_w}\nquery:\n"
+              "  window: {type: tumbling, size: 20s}\n  aggregates: {top: max(hi)}\n"),
+    "w_busy": ("name: w_busy\nkind: select\ninput: {query: ev_w}\nwhere: n > 3\n"
+               "query: {columns: [k, window_end, n]}\n"),
+    "q_hi": ("name: q_hi\nkind: select\ninput: {query: ev_q}\nwhere: value > 0\n"
+             "query: {columns: [k, event_time, value]}\n"),
+}
+
+
+def with_stages(tmp_path: Path) -> tuple[Path, Path]:
+    schemas, warehouse = setup(tmp_path)
+    for name, text in STAGES.items():
+        (schemas / "queries" / f"{name}.yaml").write_text(text)
+    return schemas, warehouse
+
+
+def test_stages_over_one_upstream_plan_as_one_scan_of_its_output_with_their_chains(tmp_path):
+    schemas, warehouse = with_stages(tmp_path)
+    result = run(schemas, warehouse, "w_top", "w_busy", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["upstream"] == "ev_w"
+    assert sorted(q for c in doc["clusters"] for q in c["queries"]) == ["w_busy", "w_top"]
+    assert set(doc["residuals"]) == {"w_busy", "w_top"} and doc["on_its_own"] == {}
+    # each stage's chain as `reprise plan STAGE --json` shows it
+    for name in ("w_top", "w_busy"):
+        alone = run(schemas, warehouse, name, "--json")
+        assert alone.exit_code == 0, alone.output
+        assert doc["chains"][name] == json.loads(alone.output)
+    # no run of ev_w yet: no statistics, and the text says so
+    assert doc["statistics_run"] is None and doc["estimates"]["rows"] == 0
+    text = run(schemas, warehouse, "w_busy", "w_top")
+    assert text.exit_code == 0, text.output
+    assert "stages over query ev_w: w_busy, w_top" in text.output
+    assert "no run of ev_w in the warehouse yet" in text.output
+    assert doc["plan_hash"] in text.output and "rows read" in text.output
+    assert "pipeline of w_top: 2 stages" in text.output
+    assert "pipeline of w_busy: 2 stages" in text.output
+    again = json.loads(run(schemas, warehouse, "w_busy", "w_top", "--json").output)
+    assert again["plan_hash"] == doc["plan_hash"]
+
+
+@pytest.mark.parametrize(("names", "said"), [
+    (["w_top", "q_hi"], ["w_top reads the output of query ev_w",
+                         "q_hi reads the output of query ev_q"]),
+    (["w_top", "w1"], ["w_top reads the output of query ev_w", "w1 reads ev"]),
+    (["s1", "w_busy"], ["s1 reads ev", "w_busy reads the output of query ev_w"]),
+])
+def test_stages_over_different_inputs_are_one_line_errors_saying_what_each_reads(
+        tmp_path, names, said):
+    schemas, warehouse = with_stages(tmp_path)
+    result = run(schemas, warehouse, *names)
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: ") and all(s in line for s in said), line
