@@ -113,3 +113,26 @@ def test_stages_over_one_upstream_share_its_output_and_one_runs_alone(spark, sto
     (event,) = alone.get_asset_materialization_events()
     assert event.asset_key == hourly and not event.materialization.metadata["shared"].value
     assert event.materialization.metadata["run_id"].value == meta[hourly]["run_id"].value
+
+    # a new recording version: the sensor requests both stages; each continues its own run
+    sensor = defs.resolve_sensor_def("new_recording_versions")
+
+    def tick(cursor):
+        with dg.build_sensor_context(cursor=cursor, resources=defs.resources, definitions=defs,
+                                     instance=instance) as ctx:
+            return sensor(ctx)
+
+    baseline = tick(None)
+    vitals = warehouse.recording("vitals")
+    storage.write(storage.read_arrow(vitals).slice(0, 30), vitals, mode="append")
+    (request,) = tick(baseline.cursor).run_requests
+    assert {VITALS, minutes, alert, hourly} <= set(request.asset_selection)
+    later = run_selection(defs, "two_stages_later", [VITALS, minutes, alert, hourly], instance)
+    assert later.success
+    after = {e.asset_key: e.materialization.metadata
+             for e in later.get_asset_materialization_events()}
+    for key in (alert, hourly):  # the shared run's, not its standalone twin's, continued
+        assert after[key]["run_id"].value == meta[key]["run_id"].value
+        assert not after[key]["shared"].value and after[key]["segment"].value == 1
+    assert all(e.passed for e in later.get_asset_check_evaluations()), [
+        (e.asset_key, e.check_name) for e in later.get_asset_check_evaluations() if not e.passed]
