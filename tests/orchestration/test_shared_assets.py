@@ -136,3 +136,32 @@ def test_stages_over_one_upstream_share_its_output_and_one_runs_alone(spark, sto
         assert not after[key]["shared"].value and after[key]["segment"].value == 1
     assert all(e.passed for e in later.get_asset_check_evaluations()), [
         (e.asset_key, e.check_name) for e in later.get_asset_check_evaluations() if not e.passed]
+
+
+def test_stages_materialised_without_their_upstream_replay_it_first(spark, storage, catalog,
+                                                                    warehouse, monkeypatch):
+    """The two stages keep vitals_hr_1m's key (a replay of one alone runs fused with it); with
+    no run of vitals_hr_1m yet, their shared materialisation replays it first, then shares its
+    output."""
+    from jobs.runs.pipeline_fusion import fusable
+    from jobs.runs.replay import Replay
+
+    monkeypatch.setenv("REPRISE_WAREHOUSE", str(warehouse.root))
+    generate_recording(storage, warehouse, catalog, "vitals", keys=3, events=900, seed=6,
+                       commits=1, replace=True)
+    names = ("vitals_tachy_alert", "vitals_hr_hourly_peak")
+    assert all(fusable(catalog.query(n)) for n in names)
+    defs = build_definitions(str(ROOT / "schemas"))
+    keys = [dg.AssetKey(["replays", n]) for n in names]
+    result = run_selection(defs, "stages_only", keys, dg.DagsterInstance.ephemeral())
+    assert result.success
+    meta = {e.asset_key: e.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+    assert set(meta) == set(keys)
+    upstream = Replay(spark, storage, warehouse, catalog).prepare("vitals_hr_1m")
+    for key in keys:
+        assert meta[key]["shared"].value and meta[key]["upstream_output_reads"].value == 1
+        assert meta[key]["upstream_run_id"].value == upstream.run_id
+    checks = result.get_asset_check_evaluations()
+    assert len(checks) == 10 and all(e.passed for e in checks), [
+        (e.asset_key, e.check_name) for e in checks if not e.passed]
