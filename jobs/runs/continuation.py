@@ -146,7 +146,7 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
             try:  # (nothing is written before the new files are known)
                 return Continuation(info, _next_segment(replay, info, ctx, sources, old),
                                     clean=True)
-            except RecordingRewritten as exc:  # (a commit that removed them, labelled append)
+            except RecordingRewritten as exc:  # (by a commit made since _fresh_reason looked)
                 reason = f"recording {ctx.query.input!r} was rewritten: {exc}"
     fresh_id = replay.default_run_id(info.query, plan=info.plan)
     if fresh_id == info.run_id:
