@@ -31,7 +31,7 @@ from jobs.execution.direct_exchange import task_groups
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo
 from jobs.runtime.lazy_session import LazySpark, not_started
-from jobs.settings import ENGINES
+from jobs.settings import ENGINES, SettingsError
 
 #: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s:
 #: about 5 s on a quiet 2-core machine without the start's measures (class archive, warm
@@ -131,12 +131,15 @@ def job_tasks(spark: object, buckets: int) -> int:
     buckets (:func:`~jobs.execution.direct_exchange.task_groups`: one per core). A session that
     has not started (a :class:`~jobs.runtime.lazy_session.LazySpark`) is not started for it: a
     local master's cores come from its conf; a cluster's are not known before its executors
-    register, and ``buckets`` stands for them (a run gets one bucket per core unless
-    ``REPRISE_BUCKETS`` says otherwise)."""
+    register (nor those of a master it cannot start), and ``buckets`` stands for them (a run
+    gets one bucket per core unless ``REPRISE_BUCKETS`` says otherwise)."""
     lazy = not_started(spark)
     if lazy is None:
         return len(task_groups(spark, buckets))  # type: ignore[arg-type]
-    cores = lazy.default_parallelism()
+    try:
+        cores = lazy.default_parallelism()
+    except SettingsError:  # (a master it cannot start: its start says so, the run stays put)
+        cores = None
     return buckets if cores is None else len(bucket_groups(buckets, cores))
 
 
