@@ -146,7 +146,7 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
             try:  # (nothing is written before the new files are known)
                 return Continuation(info, _next_segment(replay, info, ctx, sources, old),
                                     clean=True)
-            except RecordingRewritten as exc:  # (a commit that removed them, labelled append)
+            except RecordingRewritten as exc:  # (by a commit made since _fresh_reason looked)
                 reason = f"recording {ctx.query.input!r} was rewritten: {exc}"
     fresh_id = replay.default_run_id(info.query, plan=info.plan)
     if fresh_id == info.run_id:
@@ -310,9 +310,7 @@ def continue_stage(replay: Replay, query: str, plan: str | None, run_id: str | N
     previous = (stage_run_over(replay, ctx, upstream.info)
                 if run_id is None and not upstream.fresh_reason else None)
     if previous is not None:
-        first = (int(upstream.segment["first_batch"]) if upstream.segment is not None
-                 else upstream.info.batches + 1)
-        info = extend_stage(replay, ctx, previous, upstream.info, first)
+        info = extend_stage(replay, ctx, previous, upstream.info)
         log(f"{query}: run {info.run_id} continued over run {upstream.info.run_id} of "
             f"{ctx.query.upstream.query.name}")
         manifest = replay.run(info, on_batch, clean=False)

@@ -3,17 +3,17 @@
 ``REPRISE_ENGINE`` (or ``reprise replay --engine``) is ``spark``, ``driver`` or ``auto``. With
 ``auto`` each batch group is run where the run's own estimate says it ends sooner, from the
 events left to run (the group's first event to the end of the run), the query family's work per
-event (:meth:`engine.family.QueryFamily.step_work`), the buckets Spark runs at once (a run has
-as many buckets as the session's or the cluster's cores, see
-:func:`jobs.runtime.parallelism.bucket_count`) and whether a Spark session is up already:
+event (:meth:`engine.family.QueryFamily.step_work`), the tasks a Spark job runs at once (one
+per core, each stepping a range of buckets: :func:`job_tasks`; a run has as many buckets as the
+cores unless ``REPRISE_BUCKETS`` sets more) and whether a Spark session is up already:
 
 - driver: ``events * (EVENT_IO_US + work per event) / 1e6`` seconds;
-- Spark: the same work times :data:`SPARK_OVERHEAD`, spread over the buckets, plus
+- Spark: the same work times :data:`SPARK_OVERHEAD`, spread over the job's tasks, plus
   :data:`SPARK_JOB_S` per job, plus :data:`SPARK_START_S` when no session is up yet.
 
 The constants are measured on a 2-core machine (docs/operations/performance.md): there the
 driver wins whatever the size, as Spark's tasks cost about 5 times the driver's work per event
-spread over only 2 buckets; with 8 or more cores (or a cluster), large runs go to Spark. A run
+spread over only 2 tasks; with 8 or more cores (or a cluster), large runs go to Spark. A run
 on the ``spark`` exchange (Spark reads and shuffles the events, e.g. for derived columns the
 workers cannot compute) runs on Spark whatever the setting. The outputs do not depend on the
 engine: the same bucket tasks run, in the same order, from the same plan.
@@ -26,10 +26,12 @@ from math import ceil
 
 from engine.sharing.cost import EVENT_US
 from engine.sharing.stats import Statistics
+from jobs.execution.bucketing import bucket_groups
+from jobs.execution.direct_exchange import task_groups
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo
-from jobs.runtime.lazy_session import LazySpark
-from jobs.settings import ENGINES
+from jobs.runtime.lazy_session import LazySpark, not_started
+from jobs.settings import ENGINES, SettingsError
 
 #: Spark's start in a new process (JVM, SparkContext, the Python workers, the first job), s:
 #: about 5 s on a quiet 2-core machine without the start's measures (class archive, warm
@@ -61,7 +63,7 @@ class Estimate:
     work_us: float
     #: Spark jobs left (batch groups).
     jobs: int
-    #: Bucket tasks Spark runs at once.
+    #: Tasks a Spark job runs at once (:func:`job_tasks`).
     parallel: int
     spark_up: bool
 
@@ -124,10 +126,29 @@ def choose(setting: str, exchange: str, estimate: Estimate, handover_at: int | N
     return EngineChoice("driver", said)
 
 
+def job_tasks(spark: object, buckets: int) -> int:
+    """How many tasks a Spark job over ``buckets`` buckets runs at once: one per group of
+    buckets (:func:`~jobs.execution.direct_exchange.task_groups`: one per core). A session that
+    has not started (a :class:`~jobs.runtime.lazy_session.LazySpark`) is not started for it: a
+    local master's cores come from its conf; a cluster's are not known before its executors
+    register (nor those of a master it cannot start), and ``buckets`` stands for them (a run
+    gets one bucket per core unless ``REPRISE_BUCKETS`` says otherwise)."""
+    lazy = not_started(spark)
+    if lazy is None:
+        return len(task_groups(spark, buckets))  # type: ignore[arg-type]
+    try:
+        cores = lazy.default_parallelism()
+    except SettingsError:  # (a master it cannot start: its start says so, the run stays put)
+        cores = None
+    return buckets if cores is None else len(bucket_groups(buckets, cores))
+
+
 def estimate(info: RunInfo, ctx: RunContext, first: int, batches_per_job: int,
-             spark_up: bool) -> Estimate:
+             spark: object) -> Estimate:
     """The estimate of the batches of ``info`` from ``first`` to the end of the run, in jobs of
-    ``batches_per_job`` batches; ``spark_up``: a Spark session is up already."""
+    ``batches_per_job`` batches, on the replay's session ``spark`` (up, or a
+    :class:`~jobs.runtime.lazy_session.LazySpark` up once its start has ended; its jobs' tasks:
+    :func:`job_tasks`)."""
     lo = info.cuts[first] if first < info.batches else info.total
     events = info.total - lo
     if ctx.family.single_input:
@@ -138,7 +159,8 @@ def estimate(info: RunInfo, ctx: RunContext, first: int, batches_per_job: int,
         work_us = events * EVENT_US
     return Estimate(events=events, work_us=work_us,
                     jobs=max(1, ceil((info.batches - first) / max(1, batches_per_job))),
-                    parallel=info.buckets, spark_up=spark_up)
+                    parallel=job_tasks(spark, info.buckets),
+                    spark_up=not isinstance(spark, LazySpark) or spark.ready)
 
 
 def engine_for(setting: str, spark: object, info: RunInfo, ctx: RunContext, first: int,
@@ -149,7 +171,7 @@ def engine_for(setting: str, spark: object, info: RunInfo, ctx: RunContext, firs
     With ``auto``, a run whose Spark failed to start in the background stays in the driver."""
     lazy = spark if isinstance(spark, LazySpark) else None
     choice = choose(setting, info.exchange,
-                    estimate(info, ctx, first, batches_per_job, lazy is None or lazy.ready),
+                    estimate(info, ctx, first, batches_per_job, spark),
                     handover_at, first)
     if lazy is None or setting != "auto" or info.exchange != "direct":
         return choice

@@ -156,13 +156,17 @@ def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, targe
     return replay.storage.version(target)
 
 
-def upstream_read(replay: Replay, info: RunInfo) -> tuple[str | None, int | None]:
+def upstream_read(replay: Replay, info: RunInfo, version: int | None = None
+                  ) -> tuple[str | None, int | None]:
     """The upstream run a stage's run reads and the version of its output table that was read
-    ((None, None): the run reads a recording)."""
+    ((None, None): the run reads a recording); ``version``: as version ``version`` of the
+    run's input table holds it (default: the latest)."""
     storage = replay.storage
     if not info.input_path.endswith("/input") or not storage.exists(info.input_path):
         return None, None
     for entry in storage.history(info.input_path):
+        if version is not None and int(entry["version"]) > version:
+            continue
         meta = storage.commit_metadata(entry)
         if UPSTREAM_RUN in meta:
             return meta[UPSTREAM_RUN], int(meta[UPSTREAM_OUTPUT])

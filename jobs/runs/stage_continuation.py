@@ -1,11 +1,13 @@
 """``--continue`` of a pipeline stage: the stage's run goes on over its continued upstream run.
 
 Continuing the upstream run (in place: the same run, a new segment) keeps its batches before the
-segment's first batch ``k`` and redoes the rest (its provisional end-of-input rows at least).
-The stage's run over it is then continued as a run over a recording is: its next segment keeps
-its batches whose cut points did not change, up to ``k`` (the rows of those upstream batches
-did not change), rewinds the rest (:func:`~jobs.runs.run_segments.rewind`) and steps the new
-batches from the state it held there. Its input table gets, in one commit (an app transaction
+segment's first batch and redoes the rest (its provisional end-of-input rows at least). The
+stage's run over it is then continued as a run over a recording is: its next segment keeps its
+batches before ``k``, the first upstream batch whose output was committed after the version of
+the upstream's output the stage read (:func:`first_changed`: the upstream may have been
+continued more than once since, on its own), rewinds the rest
+(:func:`~jobs.runs.run_segments.rewind`) and steps the new batches from the state it held
+there. Its input table gets, in one commit (an app transaction
 of the segment), the upstream's output rows of batches ``k`` and later, in emission order,
 read from the upstream output's files added since batch ``k - 1``, and loses the rows after the
 kept batches (an input file holding rows on both sides is replaced by one of those before, with
@@ -35,7 +37,6 @@ from jobs.runs.run_info import ReplayError, RunInfo, fingerprint, read_run, run_
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import (
     first_segment,
-    kept_batches,
     next_segment,
     pinned_version,
     save_run,
@@ -66,11 +67,10 @@ def stage_run_over(replay: Replay, ctx: RunContext, upstream: RunInfo) -> RunInf
     return None if best is None else best[1]
 
 
-def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunInfo,
-                 first_redone: int) -> RunInfo:
+def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunInfo) -> RunInfo:
     """Plan the next segment of the stage's run ``info`` over the continued run ``upstream``
-    (complete; ``first_redone``: its continuation's first batch) under the run's lock: its
-    input table and ``run.json`` (see the module docstring). ``info`` as it is when its
+    (complete) under the run's lock: its input table and ``run.json`` (see the module
+    docstring). ``info`` as it is when its
     ``run.json`` records the input it has read of the upstream's output as it is now (a killed
     continuation: the lifecycle finishes it); a continuation killed after the input's commit
     and before ``run.json`` plans the segment again (the commit is found done)."""
@@ -82,7 +82,8 @@ def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunIn
                 and info.input_version == storage.version(info.input_path)):
             return info  # (its run.json records the input as it is: planned already)
         cuts = stage_cuts(replay, upstream)
-        keep = min(kept_batches(info.cuts, cuts), first_redone)
+        keep = first_changed(replay, upstream,
+                             upstream_read(replay, info, info.input_version)[1])
         k = max(1, len(info.segments))
         version = extend_input(replay, ctx.query, info, upstream, keep, k)
         files = [asdict(f) for f in input_index(storage, info.input_path, version)]
@@ -97,6 +98,21 @@ def extend_stage(replay: Replay, ctx: RunContext, info: RunInfo, upstream: RunIn
         info.sources = dict(upstream.sources)
         save_run(replay, info)
         return info
+
+
+def first_changed(replay: Replay, upstream: RunInfo, read: int | None) -> int:
+    """The first batch of the run ``upstream`` whose output was committed after version
+    ``read`` of its output table (the version a stage's run read; none known: 0). Every
+    continuation commits its first batch's output (it removes the rewound batches' rows), so
+    the batches before it hold the rows they held at ``read``, however many continuations
+    redid later ones since; the stage keeps as many of its own. Their row counts alone (the
+    stage's cut points) cannot tell: a redone batch may emit as many rows as the provisional
+    end-of-input flush it replaces, other ones."""
+    if read is None:
+        return 0
+    versions = replay.manifest(upstream.run_id).sort_by("batch").column(
+        "output_version").to_pylist()
+    return next((b for b, v in enumerate(versions) if v is None or v > read), len(versions))
 
 
 def extend_input(replay: Replay, query: QuerySpec, info: RunInfo, upstream: RunInfo,

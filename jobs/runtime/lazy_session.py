@@ -90,8 +90,17 @@ class LazySpark:
     def shuffle_partitions(self) -> int | None:
         """The session's shuffle partition count, known without starting it for a local master
         (None otherwise)."""
+        return self._local_count("spark.sql.shuffle.partitions")
+
+    def default_parallelism(self) -> int | None:
+        """The session's default parallelism (the tasks its jobs run at once: its cores),
+        known without starting it for a local master (None otherwise)."""
+        return self._local_count("spark.default.parallelism")
+
+    def _local_count(self, name: str) -> int | None:
+        """The conf value ``name`` of the session, when its master is local and sets it."""
         master, conf = session_conf(settings=self._settings)
-        value = conf.get("spark.sql.shuffle.partitions")
+        value = conf.get(name)
         return int(value) if master.startswith("local") and value else None
 
     def __getattr__(self, name: str) -> Any:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from engine.errors import RepriseError
-from jobs.storage.delta_log import added_in, appended, changes
+from jobs.storage.delta_log import added_in, appended, changes, data_removals
 from jobs.storage.locations import filesystem
 
 WriteMode = Literal["append", "overwrite"]
@@ -180,6 +180,13 @@ class DeltaStorage(ABC):
         one) and remove, named as :meth:`live_files` names them, from those versions' log
         entries only; None when one of them is missing."""
         return appended(path, first, last)
+
+    def data_removed(self, path: str, first: int, last: int) -> dict[int, list[str]] | None:
+        """The data files the commits of versions ``first .. last`` of the table at ``path``
+        remove with their rows (not those a commit only rearranges), by version, named as
+        :meth:`live_files` names them, from those versions' log entries only; None when one of
+        them is missing."""
+        return data_removals(path, first, last)
 
     def files_changed(self, path: str, version: int, latest: int
                       ) -> tuple[set[str], set[str]] | None:

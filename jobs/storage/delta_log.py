@@ -92,6 +92,22 @@ def appended(table: str, first: int, last: int
     return added, removed
 
 
+def data_removals(table: str, first: int, last: int) -> dict[int, list[str]] | None:
+    """The data files each commit of versions ``first .. last`` of ``table`` removes with their
+    rows (a ``remove`` whose ``dataChange`` is not false: not those of a commit that only
+    rearranges files), by version, sorted paths under the table's root (versions that remove
+    none are left out); None when one of these log entries is missing."""
+    actions = log_actions(table, first, last)
+    if actions is None:
+        return None
+    root = table_root(table)
+    removed: dict[int, list[str]] = {}
+    for version, action in actions:
+        if "remove" in action and action["remove"].get("dataChange", True) is not False:
+            removed.setdefault(version, []).append(logged_file(root, action["remove"]["path"]))
+    return {version: sorted(paths) for version, paths in removed.items()}
+
+
 def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
     """The version of ``first .. last`` whose commit added each data file of ``table`` (by the
     file's path under the table's root); None when one of these log entries is missing."""

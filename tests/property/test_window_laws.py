@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from predicates import conditions_over
 from window_cases import KINDS, operator, shape, split
 
 from engine.filtered import FilteredOperator
@@ -437,37 +438,13 @@ def test_state_stays_within_its_declared_bound_over_a_long_replay(kind):
 
 # -- where (before the operator) and having (after it) -------------------------------------------
 
-def predicates(constants: dict[str, st.SearchStrategy[str]]) -> st.SearchStrategy[str]:
-    """SQL conditions over the columns of ``constants`` (column -> its literals' SQL text):
-    comparisons, BETWEEN, IN, IS [NOT] NULL, combined by AND, OR and NOT."""
-    column = st.sampled_from(sorted(constants))
-
-    @st.composite
-    def atom(draw):
-        c = draw(column)
-        lit = constants[c]
-        form = draw(st.sampled_from(["cmp", "between", "in", "null"]))
-        if form == "cmp":
-            return f"{c} {draw(st.sampled_from(['<', '<=', '=', '<>', '>', '>=']))} {draw(lit)}"
-        if form == "between":
-            return f"{c} BETWEEN {draw(lit)} AND {draw(lit)}"
-        if form == "in":
-            return f"{c} IN ({', '.join(draw(st.lists(lit, min_size=1, max_size=3)))})"
-        return f"{c} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
-
-    return st.recursive(atom(), lambda inner: st.one_of(
-        st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-            lambda p: f"({p[0]}) {p[1]} ({p[2]})"),
-        inner.map(lambda p: f"NOT ({p})")), max_leaves=4)
-
-
 INTS = st.integers(-60, 60).map(str)
-WHERE = predicates({"v": INTS, "k": st.sampled_from(["'a'", "'b'", "'c'", "'e'"])})
-HAVING = predicates({"n": st.integers(0, 6).map(str), "s": INTS, "lo": INTS, "hi": INTS,
-                     "avg": st.integers(-80, 80).map(lambda i: str(i / 4))})
+WHERE = conditions_over({"v": INTS, "k": st.sampled_from(["'a'", "'b'", "'c'", "'e'"])})
+HAVING = conditions_over({"n": st.integers(0, 6).map(str), "s": INTS, "lo": INTS, "hi": INTS,
+                          "avg": st.integers(-80, 80).map(lambda i: str(i / 4))})
 
 
-@settings(max_examples=50, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(streams(), st.none() | WHERE, st.none() | HAVING, st.sampled_from(["close", "updates"]))
 def test_where_and_having_keep_the_engine_equal_to_the_reference(case, where, having, emit):
     """Events failing ``where`` never reach the operator (they are neither late nor move a

@@ -1,7 +1,8 @@
-"""Generated ``where:`` conditions in the documented language (docs/guide/select.md):
-comparisons of int and double columns with constants on and next to the columns' boundary
-values (either side of the operator), ``BETWEEN``, ``IS NULL`` / ``IS NOT NULL``, combined with
-``AND``, ``OR`` and ``NOT``."""
+"""Generated ``where:`` (and ``having:``) conditions in the documented language
+(docs/guide/select.md): comparisons of a column with a constant (either side of the operator),
+``BETWEEN``, ``IN (...)``, ``IS NULL`` / ``IS NOT NULL``, combined with ``AND``, ``OR`` and
+``NOT``; over columns of any type given their constants (:func:`conditions_over`), or over int
+and double columns with constants on and next to their boundary values (:func:`conditions`)."""
 
 from __future__ import annotations
 
@@ -25,30 +26,39 @@ def constants(kind: str, bounds: Sequence[float]) -> st.SearchStrategy[str]:
 
 
 @st.composite
-def atoms(draw: st.DrawFn, columns: Mapping[str, str],
-          bounds: Mapping[str, Sequence[float]]) -> str:
-    """One test of a column of ``columns`` (name -> ``int`` or ``double``) with constants near
-    its ``bounds``."""
-    column = draw(st.sampled_from(sorted(columns)))
-    constant = constants(columns[column], bounds[column])
-    form = draw(st.sampled_from(["compare", "mirrored", "between", "null", "not null"]))
+def atoms(draw: st.DrawFn, constants: Mapping[str, st.SearchStrategy[str]]) -> str:
+    """One test of a column of ``constants`` (column -> the SQL text of its constants)."""
+    column = draw(st.sampled_from(sorted(constants)))
+    constant = constants[column]
+    form = draw(st.sampled_from(["compare", "between", "in", "null"]))
     if form == "compare":
-        return f"{column} {draw(st.sampled_from(COMPARISONS))} {draw(constant)}"
-    if form == "mirrored":
-        return f"{draw(constant)} {MIRRORED[draw(st.sampled_from(COMPARISONS))]} {column}"
+        operator = draw(st.sampled_from(COMPARISONS))
+        if draw(st.booleans()):  # (the constant on the left)
+            return f"{draw(constant)} {MIRRORED[operator]} {column}"
+        return f"{column} {operator} {draw(constant)}"
     if form == "between":
         return f"{column} BETWEEN {draw(constant)} AND {draw(constant)}"
-    return f"{column} IS {'NOT ' if form == 'not null' else ''}NULL"
+    if form == "in":
+        return f"{column} IN ({', '.join(draw(st.lists(constant, min_size=1, max_size=3)))})"
+    return f"{column} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
 
 
-def conditions(columns: Mapping[str, str], bounds: Mapping[str, Sequence[float]],
-               leaves: int = 4) -> st.SearchStrategy[str]:
-    """``where:`` conditions of at most ``leaves`` tests (:func:`atoms`) joined by ``AND``,
-    ``OR`` and ``NOT``, parenthesised."""
+def conditions_over(constants: Mapping[str, st.SearchStrategy[str]],
+                    leaves: int = 4) -> st.SearchStrategy[str]:
+    """Conditions of at most ``leaves`` tests (:func:`atoms`) of the columns of ``constants``
+    joined by ``AND``, ``OR`` and ``NOT``, parenthesised."""
     return st.recursive(
-        atoms(columns, bounds),
+        atoms(constants),
         lambda inner: st.one_of(
             st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
                 lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
             inner.map(lambda c: f"NOT ({c})")),
         max_leaves=leaves)
+
+
+def conditions(columns: Mapping[str, str], bounds: Mapping[str, Sequence[float]],
+               leaves: int = 4) -> st.SearchStrategy[str]:
+    """:func:`conditions_over` the columns of ``columns`` (name -> ``int`` or ``double``) with
+    constants near their ``bounds``."""
+    return conditions_over({column: constants(kind, bounds[column])
+                            for column, kind in columns.items()}, leaves)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.catalog import parse_query, parse_recording
+from jobs.runs import engine_choice
 from jobs.runs.engine_choice import (
     EngineChoice,
     Estimate,
@@ -13,7 +17,10 @@ from jobs.runs.engine_choice import (
     engines_summary,
     note_engine,
 )
+from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo
+from jobs.runtime.lazy_session import LazySpark
+from jobs.settings import Settings
 
 
 def estimate(events: int, parallel: int = 2, spark_up: bool = False, jobs: int = 1) -> Estimate:
@@ -115,3 +122,29 @@ def test_a_forced_hand_over_runs_the_groups_before_its_batch_in_the_driver(event
         ("driver", True) if first < at else ("spark", False))
     for forced in ("spark", "driver"):  # an engine forced by the user wins
         assert choose(forced, "direct", estimate(events), at, first).engine == forced
+
+
+def window_context() -> RunContext:
+    recording = parse_recording({"name": "ev", "key": "k", "time": "ts",
+                                 "columns": {"k": "string", "ts": "timestamp", "v": "int"}})
+    query = parse_query({"name": "w", "kind": "window", "input": "ev",
+                         "query": {"window": {"type": "tumbling", "size": "5s"},
+                                   "aggregates": {"n": "count()"}}},
+                        {"ev": recording}, "w.yaml")
+    return RunContext.of(query, {"ev": recording})
+
+
+@pytest.mark.parametrize(("master", "buckets", "tasks"), [
+    ("local[2]", 32, 2), ("local[8]", 32, 8), ("local[8]", 4, 4), ("local[1]", 32, 2),
+    ("spark://nowhere:7077", 32, 32)])
+def test_spark_s_work_is_spread_over_the_tasks_a_job_runs_not_over_the_buckets(master, buckets,
+                                                                               tasks):
+    """A Spark job runs one task per core, each stepping a range of the run's buckets (a local
+    master has at least 2): 32 buckets on 2 cores are 2 tasks at once, not 32. The session is
+    not started to know it (a cluster's cores are known once it has started: its run's buckets
+    stand for them)."""
+    spark = LazySpark(Settings(spark_master=master))
+    info = replace(run_info(), buckets=buckets, cuts=[0, 10_000_000, 20_000_000, 20_000_000])
+    got = engine_choice.estimate(info, window_context(), 0, 5, spark)
+    assert (got.parallel, got.spark_up, got.events) == (tasks, False, 20_000_000)
+    assert not spark.started
