@@ -240,13 +240,18 @@ class QreOperator(KeyedOperator):
         rows = self._rows(after)
         new_state = pd.concat([rest, rows], ignore_index=True) if len(rest) else rows
         late_rows, bad_rows = np.flatnonzero(late), np.flatnonzero(bad)
+        late_frame = rejected = None
         if len(late_rows):
             late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
-        late_frame = _with_reasons(batch, order[late_rows], late_reasons(
-            t[late_rows], split.before[late_rows], lateness))
+            late_frame = _with_reasons(batch, order[late_rows], late_reasons(
+                t[late_rows], split.before[late_rows], lateness))
         if len(bad_rows):
             bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
-        rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
+            rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
+        if late_frame is None or rejected is None:  # (most batches: one empty frame for both)
+            none = _no_events(batch)
+            late_frame = none if late_frame is None else late_frame
+            rejected = none.copy(deep=False) if rejected is None else rejected
         return StepResult(new_state, output, late_frame, rejected)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
@@ -288,12 +293,18 @@ class QreOperator(KeyedOperator):
             "value_json": texts[rows]})
 
 
+def _no_events(batch: pd.DataFrame) -> pd.DataFrame:
+    """No event of ``batch``, with a ``reason`` column: as :func:`_with_reasons` gives it
+    without rows, the reason column float (cheaper: no take, no copy, no reindex)."""
+    frame = batch.iloc[:0].copy(deep=False)
+    frame.insert(len(frame.columns), REASON, np.empty(0, np.float64))
+    frame.index = pd.RangeIndex(0)
+    return frame
+
+
 def _with_reasons(batch: pd.DataFrame, rows: np.ndarray, reasons: list[str]) -> pd.DataFrame:
-    """The events at positions ``rows`` of ``batch`` with a ``reason`` each (index reset)."""
-    if not len(rows):  # as below gives it, the reason column float (cheaper: no take, no copy)
-        frame = batch.iloc[:0].reindex(columns=[*batch.columns, REASON])
-        frame.index = pd.RangeIndex(0)
-        return frame
+    """The events at positions ``rows`` of ``batch`` (some) with a ``reason`` each (index
+    reset)."""
     frame = batch.take(rows)
     frame[REASON] = reasons
     return frame.reset_index(drop=True)
