@@ -334,9 +334,10 @@ def record_input(replay: Runner, upstream: RunInfo, stage: RunInfo) -> None:
     points recorded in its ``run.json`` (no longer fused)."""
     held = fused_input_batch(replay, stage.input_path, stage.run_id)
     if held != upstream.batches:
-        raise ReplayError(f"run {stage.run_id!r}: its input table holds the output rows of "
-                          f"run {upstream.run_id!r} up to its batch {held}, not "
-                          f"{upstream.batches}; replay the query with another --run-id")
+        holds = "none" if held is None else f"those up to its batch {held}"
+        raise ReplayError(f"run {stage.run_id!r}: its input table holds {holds} of the output "
+                          f"rows of run {upstream.run_id!r}, not all of them (up to batch "
+                          f"{upstream.batches}); replay the query with another --run-id")
     stage.input_version = replay.storage.version(stage.input_path)
     stage.files = [asdict(f) for f in input_index(replay.storage, stage.input_path,
                                                   stage.input_version)]
