@@ -56,10 +56,10 @@ class StateBytes:
     states: tuple[tuple[int, tuple[Kind, ...]], ...]
     index: Mapping[tuple[int, tuple[Kind, ...]], int]
     slots: tuple[int, int]
-    #: ``"last"``: the last :meth:`dumps`' blobs by id, the blobs (kept alive, so an id is
-    #: theirs) and the states they decode to, set as one tuple: those blobs handed back to
-    #: :meth:`load` are not decoded again.
-    recent: dict[str, tuple[dict[int, int], list[bytes], KernelStates]] = field(
+    #: ``"last"``: the ids of the last :meth:`dumps`' blobs, sorted, and the row of each, the
+    #: blobs (kept alive, so an id is theirs) and the states they decode to, set as one tuple:
+    #: those blobs handed back to :meth:`load` are not decoded again.
+    recent: dict[str, tuple[np.ndarray, np.ndarray, list[bytes], KernelStates]] = field(
         default_factory=dict, repr=False)
 
     def load(self, blobs: Sequence[bytes | None]) -> tuple[KernelStates, np.ndarray]:
@@ -69,14 +69,14 @@ class StateBytes:
         encoding with array operations; one that matches none is decoded on its own."""
         states = KernelStates.initial(len(blobs), self.slots)
         ok = np.ones(len(blobs), np.bool_)
-        given = np.array([k for k, blob in enumerate(blobs) if blob is not None], np.int64)
+        ids = np.fromiter(map(id, blobs), np.uint64, len(blobs))
+        given = np.flatnonzero(ids != id(None))
         last = self.recent.get("last")
-        if last is not None and len(given):
-            ids, _, dumped = last
-            row = np.fromiter((ids.get(id(blobs[k]), -1) for k in given.tolist()), np.int64,
-                              len(given))
-            found = row >= 0
-            hit, row = given[found], row[found]
+        if last is not None and len(given) and len(last[0]):
+            known, rows, _, dumped = last
+            at = np.minimum(np.searchsorted(known, ids[given]), len(known) - 1)
+            found = known[at] == ids[given]
+            hit, row = given[found], rows[at[found]]
             states.state[hit] = dumped.state[row]
             states.ints[hit], states.floats[hit] = dumped.ints[row], dumped.floats[row]
             given = given[~found]
@@ -154,8 +154,9 @@ class StateBytes:
             end = np.cumsum(size)
             for k, a, b in zip(keys.tolist(), (end - size).tolist(), end.tolist(), strict=True):
                 blobs[k] = data[a:b]
-        self.recent["last"] = ({id(b): k for k, b in enumerate(blobs)}, blobs,
-                               self._decoded(states))
+        ids = np.fromiter(map(id, blobs), np.uint64, len(blobs))
+        rows = np.argsort(ids, kind="stable")
+        self.recent["last"] = (ids[rows], rows, blobs, self._decoded(states))
         return blobs
 
     def _decoded(self, states: KernelStates) -> KernelStates:

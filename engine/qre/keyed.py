@@ -103,6 +103,9 @@ class QreOperator(KeyedOperator):
         self.output_keys = [self.key] if spec.output == "final" else [self.key, "arrival_seq"]
         #: Key values only group and order the events unless the query reads the key column.
         self.codes_keys = self.key not in spec.fields
+        #: The last batch's columns and dtypes (by id: the frame keeps them alive) and its
+        #: events without rows (:func:`_no_events`): batches of one run share them.
+        self._no_events: tuple[tuple[Any, ...], pd.DataFrame] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt, not pickled: it holds compiled code.
@@ -240,14 +243,27 @@ class QreOperator(KeyedOperator):
         rows = self._rows(after)
         new_state = pd.concat([rest, rows], ignore_index=True) if len(rest) else rows
         late_rows, bad_rows = np.flatnonzero(late), np.flatnonzero(bad)
+        late_frame = rejected = None
         if len(late_rows):
             late_rows = late_rows[key_order(values[order[late_rows]], seq[late_rows])]
-        late_frame = _with_reasons(batch, order[late_rows], late_reasons(
-            t[late_rows], split.before[late_rows], lateness))
+            late_frame = _with_reasons(batch, order[late_rows], late_reasons(
+                t[late_rows], split.before[late_rows], lateness))
         if len(bad_rows):
             bad_rows = bad_rows[key_order(values[order[bad_rows]], seq[bad_rows])]
-        rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
+            rejected = _with_reasons(batch, order[bad_rows], reason[bad_rows].tolist())
+        if late_frame is None or rejected is None:  # (most batches: one empty frame for both)
+            none = self._none_of(batch)
+            late_frame = none if late_frame is None else late_frame
+            rejected = none.copy(deep=False) if rejected is None else rejected
         return StepResult(new_state, output, late_frame, rejected)
+
+    def _none_of(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """No event of ``batch`` (:func:`_no_events`), built once for the batches of one
+        schema."""
+        schema = tuple((name, id(dtype)) for name, dtype in batch.dtypes.items())
+        if self._no_events is None or self._no_events[0] != schema:
+            self._no_events = (schema, _no_events(batch))
+        return self._no_events[1].copy(deep=False)
 
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:
         keys, _ = Keys.of(state[self.key].to_numpy(), state, np.arange(len(state)))
@@ -288,12 +304,18 @@ class QreOperator(KeyedOperator):
             "value_json": texts[rows]})
 
 
+def _no_events(batch: pd.DataFrame) -> pd.DataFrame:
+    """No event of ``batch``, with a ``reason`` column: as :func:`_with_reasons` gives it
+    without rows, the reason column float (cheaper: no take, no copy, no reindex)."""
+    frame = batch.iloc[:0].copy(deep=False)
+    frame.insert(len(frame.columns), REASON, np.empty(0, np.float64))
+    frame.index = pd.RangeIndex(0)
+    return frame
+
+
 def _with_reasons(batch: pd.DataFrame, rows: np.ndarray, reasons: list[str]) -> pd.DataFrame:
-    """The events at positions ``rows`` of ``batch`` with a ``reason`` each (index reset)."""
-    if not len(rows):  # as below gives it, the reason column float (cheaper: no take, no copy)
-        frame = batch.iloc[:0].reindex(columns=[*batch.columns, REASON])
-        frame.index = pd.RangeIndex(0)
-        return frame
+    """The events at positions ``rows`` of ``batch`` (some) with a ``reason`` each (index
+    reset)."""
     frame = batch.take(rows)
     frame[REASON] = reasons
     return frame.reset_index(drop=True)

@@ -17,7 +17,7 @@ the driver steps where the upstream's tasks hand it over.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -55,23 +55,45 @@ def stream_rows(query: QuerySpec, output: pa.Table) -> pa.Table:
     return rows.select(columns).cast(pa.schema([output.schema.field(c) for c in columns]))
 
 
-def stage_events(feed: tuple[int, ...], flush: int | None, stage: StepPlan, query: QuerySpec,
-                 emitted: pa.Table, first_seq: int) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
+@dataclass(frozen=True)
+class StageInput:
+    """A fused stage's input of one group: the upstream's output rows of the group as the
+    stage reads them (:func:`stream_rows`: emission order) and how many rows each upstream
+    batch of the group emitted; the rows the stage's input table gets, and its events."""
+
+    rows: pa.Table
+    counts: dict[int, int]
+
+    @classmethod
+    def of(cls, query: QuerySpec, emitted: pa.Table) -> StageInput:
+        """The stage ``query``'s input from its upstream's ``emitted`` rows of the group (any
+        order, ``batch`` column included)."""
+        ids, counts = np.unique(emitted.column("batch").to_numpy(), return_counts=True)
+        return cls(stream_rows(query, emitted), dict(zip(ids.tolist(), counts.tolist(),
+                                                         strict=True)))
+
+    def after(self, batch: int | None) -> pa.Table:
+        """The rows of the upstream batches after ``batch`` (all of them: None); the rows are
+        in batch order, so these are the last ones."""
+        skipped = sum(n for b, n in self.counts.items() if batch is not None and b <= batch)
+        return self.rows.slice(skipped)
+
+
+def stage_events(feed: tuple[int, ...], flush: int | None, stage: StepPlan,
+                 given: StageInput, first_seq: int
+                 ) -> tuple[StepPlan, pd.DataFrame, np.ndarray]:
     """The stage's plan for the group (a batch per upstream batch ``feed`` of the group, with
     its arrival range; then its own end-of-input flush ``flush``, if the group has it), its
-    events (the upstream's ``emitted`` rows of the group in emission order, numbered from
-    ``first_seq``, as the direct exchange hands a run its input's events) and their key
-    buckets."""
-    ids, counts = np.unique(emitted.column("batch").to_numpy(), return_counts=True)
-    emitted_of = dict(zip(ids.tolist(), counts.tolist(), strict=True))
+    events (the group's input ``given``, numbered from ``first_seq``, as the direct exchange
+    hands a run its input's events) and their key buckets."""
     batches, seq = [], first_seq
     for batch in feed:
-        batches.append((batch, seq, seq + emitted_of.get(batch, 0)))
-        seq += emitted_of.get(batch, 0)
+        batches.append((batch, seq, seq + given.counts.get(batch, 0)))
+        seq += given.counts.get(batch, 0)
     if flush is not None:  # the stage's own flush after the upstream's
         batches.append((flush, seq, seq))
     plan = replace(stage, batches=tuple(batches), finish=flush is not None)
-    rows = stream_rows(query, emitted)
+    rows = given.rows
     times = rows.column(stage.time_column).cast(pa.timestamp("us")).cast(pa.int64())
     numbers = pa.array(np.arange(first_seq, first_seq + rows.num_rows, dtype="int64"))
     events = exact_pandas(rows.append_column(SEQ, numbers).append_column(TIME, times),
@@ -121,14 +143,13 @@ def group_output(plan: StepPlan, tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(found) if found else plain(plan.schemas["output"].empty_table())
 
 
-def stage_part(feed: tuple[int, ...], flush: int | None, stage: StepPlan, query: QuerySpec,
-               emitted: pa.Table, first_seq: int, sink: list[pa.Table] | None = None
-               ) -> pd.DataFrame:
-    """Step the stage over the upstream's output rows of the group (``emitted``; ``feed``,
-    ``flush``: as :func:`stage_events`), every key at once; its file rows. ``first_seq``: the
-    stage's cut point of the group's first batch; ``sink``: the stage's own output tables go
-    there (a stage fused after it reads them)."""
-    plan, events, keys = stage_events(feed, flush, stage, query, emitted, first_seq)
+def stage_part(feed: tuple[int, ...], flush: int | None, stage: StepPlan, given: StageInput,
+               first_seq: int, sink: list[pa.Table] | None = None) -> pd.DataFrame:
+    """Step the stage over its input of the group (``given``: the upstream's output rows of
+    the group; ``feed``, ``flush``: as :func:`stage_events`), every key at once; its file
+    rows. ``first_seq``: the stage's cut point of the group's first batch; ``sink``: the
+    stage's own output tables go there (a stage fused after it reads them)."""
+    plan, events, keys = stage_events(feed, flush, stage, given, first_seq)
 
     def hand_on(_: int, table: pa.Table | None) -> None:
         if sink is not None and table is not None:

@@ -17,10 +17,14 @@ next batch of the runs furthest behind, steps the runs ahead again from their st
 that batch (their commits of those batches are found done and skipped) and feeds the stages
 after them. A stage's cut points are the running sums of its upstream manifest's
 ``rows_out``, known batch by batch; its ``run.json`` records them (with its input files) when
-the chain is complete, until then zeros and ``fused_with`` naming the upstream run. Then each
-stage's input table is written from its upstream's output, as the separate path writes it
-before running: it is the record of what the stage read, which ``reprise validate`` checks
-the stage against.
+the chain is complete, until then zeros and ``fused_with`` naming the upstream run.
+
+Each stage's input table (the record of what it read, which ``reprise validate`` checks the
+stage against) gets the rows the stage stepped, group by group, from memory: after its
+upstream's commit of the group and before its own, one append (an app transaction whose
+version is the last upstream batch it holds, so a group run again appends only the batches
+after it) of the upstream's output rows of the group in emission order: the table the
+separate path writes from the upstream's output before it runs, in one file per group.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from jobs.execution.derived_columns import WorkerDerive, in_workers
 from jobs.execution.direct_exchange import per_task, task_groups
 from jobs.execution.fused_steps import (
     EMITTED,
+    StageInput,
     emitted_tables,
     group_output,
     plain,
@@ -53,7 +58,14 @@ from jobs.execution.step_files import collect_files
 from jobs.execution.step_plan import StepFiles, StepPlan
 from jobs.runs.engine_choice import EngineChoice, engine_for, note_engine
 from jobs.runs.lifecycle import RunProgress, run_lifecycle
-from jobs.runs.pipeline_stage import Replay, reading, stage_cuts, stage_over, write_stage_input
+from jobs.runs.pipeline_stage import (
+    Replay,
+    append_stage_input,
+    fused_input_batch,
+    reading,
+    stage_cuts,
+    stage_over,
+)
 from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo, existing_run, fingerprint
@@ -202,6 +214,7 @@ class FusedRuns:
         begin = max(0, first - root.batches)
         steps: dict[int, tuple[StepPlan, list[LiveFile], list[int], list[dict], int | None]]
         steps, choice = {}, None
+        inputs: dict[int, tuple[StageInput, int]] = {}  # a stage's input, its last batch
         if begin == 0:
             steps[0], emitted, choice = self.root_part(first, attempt, at)
             feed: tuple[int, ...] = tuple(steps[0][2])
@@ -215,9 +228,12 @@ class FusedRuns:
             state = self.state_before(stage, first, at)
             splan, slive = replay.step_plan(stage, ctx, ctx.operator, sgroup, state, attempt)
             sink: list[pa.Table] | None = [] if i < deepest else None
-            rows = stage_part(feed, flush, splan, ctx.query, emitted, stage.cuts[first],
-                              sink).to_dict("records")
+            given = StageInput.of(ctx.query, emitted)
+            rows = stage_part(feed, flush, splan, given, stage.cuts[first], sink
+                              ).to_dict("records")
             steps[i] = (splan, slive, sgroup, rows, state)
+            if feed:
+                inputs[i] = (given, feed[-1])
             if sink is not None:
                 emitted, feed = group_output(splan, sink), tuple(sgroup)
         reports = {}
@@ -226,6 +242,8 @@ class FusedRuns:
             if info.run_id not in at:
                 continue
             plan, live, batches, rows, state = steps[i]
+            if i in inputs:  # its input rows, now that the run before it has committed
+                self.append_input(chain[i - 1], info, *inputs[i])
             if i:  # the stage's arrival ranges, now that the run before it has committed
                 info.cuts = cuts_so_far(replay, chain[i - 1], info)
                 plan = replace(plan, batches=tuple((b, *replay.bounds(info, [b])[b])
@@ -242,6 +260,16 @@ class FusedRuns:
             else:
                 save_run(replay, info)
         return reports
+
+    def append_input(self, upstream: RunInfo, stage: RunInfo, given: StageInput, last: int
+                     ) -> None:
+        """Append the stage's input rows of the group up to its upstream's batch ``last``
+        to its input table, those of the batches it holds already left out (a group run
+        again after a crash)."""
+        done = fused_input_batch(self.replay, stage.input_path, stage.run_id)
+        if done is None or done < last:
+            append_stage_input(self.replay, upstream, stage.input_path, stage.run_id,
+                               given.after(done), last)
 
     def root_part(self, first: int, attempt: str, at: dict[str, RunProgress]
                   ) -> tuple[tuple[StepPlan, list[LiveFile], list[int], list[dict], int | None],
@@ -302,11 +330,15 @@ def run_fused(replay: Runner, stage: RunInfo,
 
 
 def record_input(replay: Runner, upstream: RunInfo, stage: RunInfo) -> None:
-    """Once the chain is complete: the stage's input table written from ``upstream``'s output,
-    and its cut points and input files recorded in its ``run.json`` (no longer fused)."""
-    ctx = replay.context(stage.query)
-    stage.input_version = write_stage_input(replay, ctx.query, upstream, stage.input_path,
-                                            stage.run_id)
+    """Once the chain is complete: the stage's input table (written group by group) and cut
+    points recorded in its ``run.json`` (no longer fused)."""
+    held = fused_input_batch(replay, stage.input_path, stage.run_id)
+    if held != upstream.batches:
+        holds = "none" if held is None else f"those up to its batch {held}"
+        raise ReplayError(f"run {stage.run_id!r}: its input table holds {holds} of the output "
+                          f"rows of run {upstream.run_id!r}, not all of them (up to batch "
+                          f"{upstream.batches}); replay the query with another --run-id")
+    stage.input_version = replay.storage.version(stage.input_path)
     stage.files = [asdict(f) for f in input_index(replay.storage, stage.input_path,
                                                   stage.input_version)]
     stage.cuts = stage_cuts(replay, upstream)

@@ -58,6 +58,8 @@ class Replay(Protocol):
 
 #: Commit metadata of a stage's input table: the upstream run, and its output version read.
 UPSTREAM_RUN, UPSTREAM_OUTPUT = "reprise.upstream", "reprise.upstream_output"
+#: The app transaction (after the run id) of a fused stage's input table's commits.
+FUSED_INPUT = "fused-input"
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,27 @@ def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, targe
                          metadata={UPSTREAM_RUN: upstream.run_id,
                                    UPSTREAM_OUTPUT: str(output.version), "reprise.run": run_id})
     return replay.storage.version(target)
+
+
+def fused_input_batch(replay: Replay, target: str, run_id: str) -> int | None:
+    """The last upstream batch whose rows the input table ``target`` of the fused stage's run
+    ``run_id`` holds (None: none yet; see :func:`append_stage_input`)."""
+    if not replay.storage.exists(target):
+        return None
+    return replay.storage.txn_version(target, f"{run_id}/{FUSED_INPUT}")
+
+
+def append_stage_input(replay: Replay, upstream: RunInfo, target: str, run_id: str,
+                       rows: pa.Table, last: int) -> None:
+    """Append to the input table ``target`` of a fused stage's run ``run_id`` its upstream's
+    output ``rows`` of a group (emission order) up to the upstream's batch ``last``, once (an
+    app transaction whose version is ``last``); each commit names the upstream run and the
+    version of its output table now (after its commit of ``last``), as
+    :func:`write_stage_input`'s does."""
+    output = replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output"))
+    replay.storage.write(rows, target, txn=Txn(f"{run_id}/{FUSED_INPUT}", last),
+                         metadata={UPSTREAM_RUN: upstream.run_id, UPSTREAM_OUTPUT: str(output),
+                                   "reprise.run": run_id})
 
 
 def upstream_read(replay: Replay, info: RunInfo, version: int | None = None

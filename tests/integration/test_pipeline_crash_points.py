@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from predicates import conditions
 from test_pipeline_continue_crash import chain_runs
-from test_pipeline_fusion import manifest_rows, table_rows
+from test_pipeline_fusion import input_rows, manifest_rows, table_rows
 
 from engine.catalog import load_catalog
 from jobs.runs.replay import Replay
@@ -177,5 +177,7 @@ def test_a_chain_crashed_at_any_commit_resumes_to_the_uninterrupted_result(
             assert table_rows(resumed, run_id, table) == table_rows(whole, run_id, table), \
                 (run_id, table, k, after)
         assert manifest_rows(resumed, run_id) == manifest_rows(whole, run_id), (run_id, k)
+        if run_id != runs[0]:  # a stage's input table, in arrival order
+            assert input_rows(resumed, run_id) == input_rows(whole, run_id), (run_id, k)
         report = validate_run(resumed, resumed.catalog, run_id)
         assert report.ok, (run_id, report.diff, report.late_mismatch, report.chain)

@@ -17,7 +17,7 @@ from test_pipeline_continue_crash import chain_runs
 from test_pipeline_replay import chain_replay, pipeline_catalog
 
 from jobs.runs.pipeline_fusion import chain_plan
-from jobs.runs.pipeline_stage import stage_over
+from jobs.runs.pipeline_stage import stage_over, upstream_read
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
@@ -57,14 +57,27 @@ def separate(replay: Replay, stage: str, plan: str) -> tuple[str, ...]:
     return tuple(runs)
 
 
+def input_rows(replay: Replay, run_id: str) -> list[dict]:
+    """A stage's input rows in arrival order (its ``run.json``'s files, in order)."""
+    info = read_run(replay.warehouse, run_id)
+    schema = replay.storage.schema(info.input_path, info.input_version)
+    return [row for f in info.files
+            for row in replay.storage.read_file(f["uri"], schema=schema).to_pylist()]
+
+
 def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, ...]) -> None:
-    for mine, theirs in zip(fused, apart, strict=True):
+    for position, (mine, theirs) in enumerate(zip(fused, apart, strict=True)):
         for table in ("output", "late", "quarantine"):
             assert table_rows(replay, mine, table) == table_rows(replay, theirs, table), \
                 (mine, table)
         assert manifest_rows(replay, mine) == manifest_rows(replay, theirs), mine
         ours, other = read_run(replay.warehouse, mine), read_run(replay.warehouse, theirs)
         assert ours.cuts == other.cuts and not ours.fused_with
+        if position:  # a stage's input table: the same rows in the same arrival order
+            assert input_rows(replay, mine) == input_rows(replay, theirs), mine
+            upstream = fused[position - 1]  # its newest commit names the upstream's output
+            assert upstream_read(replay, ours) == (upstream, replay.storage.version(
+                replay.warehouse.run_table(upstream, "output"))), mine
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
