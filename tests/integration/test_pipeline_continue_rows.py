@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from test_pipeline_continue_crash import rows
 from test_pipeline_replay import pipeline_catalog
 
@@ -90,32 +91,19 @@ def test_a_stage_redoes_the_batches_its_upstream_redid_though_their_row_counts_a
     assert_equals_a_fresh_chain(spark, storage, replay, made.run_id, commits)
 
 
+@pytest.mark.parametrize("commits", [
+    # the upstream's second continuation redoes from its batch 2 only, but the stage read the
+    # upstream's output before the first one, which redid batch 1 already
+    [events(("a", 0, 1), ("a", 1, 2)), events(("a", 2, 10)), events(("a", 30, 5))],
+    # and the batch the first continuation redid emits as many rows as the flush it replaced
+    # (the window [0, 5 s), closed with a third event): the stage's cut points do not show it
+    [events(("a", 0, 1), ("a", 1, 2)), events(("a", 2, 10), ("a", 30, 5)),
+     events(("a", 31, 7))],
+], ids=["redone-after-the-read", "redone-with-as-many-rows"])
 def test_a_stage_continued_after_its_upstream_was_continued_alone_equals_a_fresh_chain(
-        spark, storage):
-    """The upstream is continued on its own (``replay ev_w --continue``), then the stage:
-    the upstream's second continuation redoes from its batch 2 only, but the stage read the
-    upstream's output before the first one, which redid batch 1 already."""
-    commits = [events(("a", 0, 1), ("a", 1, 2)), events(("a", 2, 10)), events(("a", 30, 5))]
-    replay = replay_in(spark, storage, "continued")
-    append(replay, commits[0])
-    made = replay.prepare(STAGE, plan=PLAN)
-    replay.run(made)
-    append(replay, commits[1])
-    continue_query(replay, UPSTREAM, PLAN, log=lambda line: None)
-    append(replay, commits[2])
-    result = continue_query(replay, STAGE, PLAN, log=lambda line: None)
-    assert result.info.run_id == made.run_id
-    assert_equals_a_fresh_chain(spark, storage, replay, made.run_id, commits)
-
-
-def test_a_stage_continued_after_its_upstream_was_continued_alone_redoes_what_either_redid(
-        spark, storage):
-    """As above, and the batch the upstream's first continuation redid emits as many rows as
-    the flush it replaced (the window [0, 5 s), closed with a third event): the stage's cut
-    points do not show it, the upstream's second continuation did not redo it, yet the stage
-    read the flush's row."""
-    commits = [events(("a", 0, 1), ("a", 1, 2)), events(("a", 2, 10), ("a", 30, 5)),
-               events(("a", 31, 7))]
+        spark, storage, commits):
+    """The upstream is continued on its own (``replay ev_w --continue``), then the stage: the
+    stage redoes every batch either continuation of the upstream redid."""
     replay = replay_in(spark, storage, "continued")
     append(replay, commits[0])
     made = replay.prepare(STAGE, plan=PLAN)
