@@ -16,7 +16,8 @@ of the separate path's cost). The separate path's parts are reported too (median
 the first stage's run, the stage's preparation, which writes its input table, and the stage's
 run), so that what the stage costs on each side can be read off. Targets: fused at least 1.5x
 faster than separate, at most 1.3x the first stage alone. Run with
-``python -m benchmarks.pipeline [--events N]``.
+``python -m benchmarks.pipeline [--events N] [--engine auto|driver|spark]`` (recorded as
+``pipeline``, or ``pipeline_<engine>`` with an engine forced).
 """
 
 from __future__ import annotations
@@ -105,13 +106,14 @@ def main() -> None:
         timed = medians(works(replay, parts), rounds=args.rounds, warmups=args.warmups)
     up, sep, fus = timed["upstream"], timed["separate"], timed["fused"]
     result = {"events": args.events, "keys": args.keys, "batches": args.batches,
-              "master": args.master, "rounds": args.rounds,
+              "master": args.master, "engine": args.engine, "rounds": args.rounds,
               "upstream_s": round(up, 2), "separate_s": round(sep, 2), "fused_s": round(fus, 2),
               "speedup": round(sep / fus, 2), "fused_over_upstream": round(fus / up, 2),
               **{name: round(statistics.median(seconds[args.warmups:]), 3)
                  for name, seconds in parts.items()}}
     print(json.dumps(result, indent=1))
-    record("pipeline", command=command_line(),
+    record("pipeline" if args.engine == "auto" else f"pipeline_{args.engine}",
+           command=command_line(),
            data_size={"events": args.events, "keys": args.keys, "batches": args.batches},
            medians={"upstream_s": up, "separate_s": sep, "fused_s": fus},
            ratio=result["speedup"],
