@@ -68,14 +68,15 @@ def _per_batch(events: pd.DataFrame, ends: np.ndarray) -> list[pd.DataFrame]:
     return [events.iloc[a:b] for a, b in zip(np.r_[0, bounds][:-1], bounds, strict=True)]
 
 
-def _load_state(plan: StepPlan, group: range) -> pd.DataFrame:
-    """The state of the buckets ``group`` before the plan's batches."""
+def _load_state(plan: StepPlan, group: range, beyond: bool) -> pd.DataFrame:
+    """The state of the buckets ``group`` before the plan's batches (``beyond``: its files
+    hold other buckets too, :func:`_beyond`)."""
     codec = plan.op.state_codec
     files = list(dict.fromkeys(f for b in group for f in plan.state_files.get(b, [])))
     if not files:
         return plan.op.init()
     table = pa.concat_tables(pq.read_table(f, schema=codec.schema) for f in files)
-    if _beyond(plan, group):  # the group's rows of files holding other buckets too
+    if beyond:  # the group's rows of files holding other buckets too
         of = key_buckets(table.column(plan.op.key), plan.buckets, plan.modulo_buckets)
         table = table.filter(pa.array(in_group(of, group)))
     return codec.decode(table)
@@ -165,14 +166,14 @@ def run_bucket(plan: StepPlan, bucket: int | range, events: pd.DataFrame | Bucke
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)
     op = plan.op
     group = bucket if isinstance(bucket, range) else range(bucket, bucket + 1)
-    state = _load_state(plan, group)
+    own = _beyond(plan, group)
+    state = _load_state(plan, group, own)
     rows: list[dict | None] = []
     split = events if isinstance(events, BucketSplit) else split_bucket(plan, events)
     good_of, keys = split.good_of, split.keys
     if keys is not None:
         state, good_of, keys = coded_state(state, split)
     schemas = plan.schemas
-    own = _beyond(plan, group)
     pending: dict[str, list[pd.DataFrame]] = {"late": [], "quarantine": []}  # to be written
     steps = _steps(plan)
     for i, (batch, _, _) in enumerate(steps):
