@@ -153,8 +153,7 @@ def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, targe
         output = read_output(replay, query, upstream)
     assert output.run_id == upstream.run_id
     replay.storage.write(output.rows, target, txn=Txn(f"{run_id}/input", 0),
-                         metadata={UPSTREAM_RUN: upstream.run_id,
-                                   UPSTREAM_OUTPUT: str(output.version), "reprise.run": run_id})
+                         metadata=input_metadata(upstream.run_id, output.version, run_id))
     return replay.storage.version(target)
 
 
@@ -175,8 +174,15 @@ def append_stage_input(replay: Replay, upstream: RunInfo, target: str, run_id: s
     :func:`write_stage_input`'s does."""
     output = replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output"))
     replay.storage.write(rows, target, txn=Txn(f"{run_id}/{FUSED_INPUT}", last),
-                         metadata={UPSTREAM_RUN: upstream.run_id, UPSTREAM_OUTPUT: str(output),
-                                   "reprise.run": run_id})
+                         metadata=input_metadata(upstream.run_id, output, run_id))
+
+
+def input_metadata(upstream_run_id: str, output_version: int, run_id: str) -> dict[str, str]:
+    """The metadata of a commit of the input table of the stage's run ``run_id``: the upstream
+    run and the version of its output table the rows were read from (what
+    :func:`upstream_read` reads back)."""
+    return {UPSTREAM_RUN: upstream_run_id, UPSTREAM_OUTPUT: str(output_version),
+            "reprise.run": run_id}
 
 
 def upstream_read(replay: Replay, info: RunInfo, version: int | None = None

@@ -26,9 +26,8 @@ from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index
 from jobs.execution.fused_steps import stream_rows
 from jobs.runs.pipeline_stage import (
-    UPSTREAM_OUTPUT,
-    UPSTREAM_RUN,
     Replay,
+    input_metadata,
     stage_cuts,
     upstream_read,
 )
@@ -136,8 +135,7 @@ def extend_input(replay: Replay, query: QuerySpec, info: RunInfo, upstream: RunI
     table = pa.concat_tables([*kept, rows.cast(schema)])
     staged = [stage_table(storage, path, table)] if table.num_rows else []
     storage.commit_files(path, staged, schema, txn=txn, remove=[f["uri"] for f in later],
-                         metadata={UPSTREAM_RUN: upstream.run_id, UPSTREAM_OUTPUT: str(version),
-                                   "reprise.run": info.run_id})
+                         metadata=input_metadata(upstream.run_id, version, info.run_id))
     return storage.version(path)
 
 
