@@ -57,24 +57,18 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int,
                 rearranged: bool = True) -> str | None:
     """Why versions ``old+1 .. new`` of the table at ``path`` are not plain appends (a delete,
     an overwrite, an optimize...), or None when every one of them only appended rows (or, when
-    ``rearranged``, only rearranged its files: :mod:`jobs.storage.rearrange`). Reads the newest
-    ``new - old`` commits (``new``: the table's latest version), the whole history only when
-    the table has moved on since, and their log entries' actions: a commit that removes rows is
-    not an append whatever its log's operation says (a writer may label its adds and removes
-    an append, as delta-rs and delta-spark label one transaction of both)."""
+    ``rearranged``, only rearranged its files: :mod:`jobs.storage.rearrange`). Reads those
+    versions' log entries, their commit information and their actions: a commit that removes
+    rows is not an append whatever its log's operation says (a writer may label its adds and
+    removes an append, as delta-rs and delta-spark label one transaction of both)."""
     if new <= old:
         return None
-    removals = storage.data_removed(path, old + 1, new)
-    if removals is None:
+    commits = storage.commits(path, old + 1, new)
+    if commits is None:
         return (f"versions {old + 1} to {new} of {path} cannot be told apart from a rewrite "
                 "(a log entry is missing)")
-    entries = storage.history(path, limit=new - old)
-    if min(int(e["version"]) for e in entries) > old + 1:
-        entries = storage.history(path)
-    for entry in sorted(entries, key=lambda e: int(e["version"])):
+    for entry, gone in commits:
         version = int(entry["version"])
-        if not old < version <= new:
-            continue
         if rearranging(storage, entry):
             if rearranged:
                 continue
@@ -84,7 +78,7 @@ def append_only(storage: DeltaStorage, path: str, old: int, new: int,
         if operation != "WRITE" or mode.lower() != "append":
             what = f"{operation} ({mode})" if mode else operation
             return f"version {version} of {path} is a {what}, not an append"
-        if gone := removals.get(version):
+        if gone:
             return (f"version {version} of {path} removed rows, though its log labels it an "
                     f"append: its data file {gone[0]} is no longer live")
     return None

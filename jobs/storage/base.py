@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from engine.errors import RepriseError
-from jobs.storage.delta_log import added_in, appended, changes, data_removals
+from jobs.storage.delta_log import added_in, appended, changes, logged_commits
 from jobs.storage.locations import filesystem
 
 WriteMode = Literal["append", "overwrite"]
@@ -181,12 +181,12 @@ class DeltaStorage(ABC):
         entries only; None when one of them is missing."""
         return appended(path, first, last)
 
-    def data_removed(self, path: str, first: int, last: int) -> dict[int, list[str]] | None:
-        """The data files the commits of versions ``first .. last`` of the table at ``path``
-        remove with their rows (not those a commit only rearranges), by version, named as
-        :meth:`live_files` names them, from those versions' log entries only; None when one of
-        them is missing."""
-        return data_removals(path, first, last)
+    def commits(self, path: str, first: int, last: int) -> list[tuple[dict, list[str]]] | None:
+        """Each commit of versions ``first .. last`` of the table at ``path``, in order: its
+        :meth:`history` entry and the data files it removes with their rows (not those a
+        commit only rearranges), named as :meth:`live_files` names them, from those versions'
+        log entries only; None when one of them is missing."""
+        return logged_commits(path, first, last)
 
     def files_changed(self, path: str, version: int, latest: int
                       ) -> tuple[set[str], set[str]] | None:

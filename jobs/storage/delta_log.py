@@ -92,20 +92,26 @@ def appended(table: str, first: int, last: int
     return added, removed
 
 
-def data_removals(table: str, first: int, last: int) -> dict[int, list[str]] | None:
-    """The data files each commit of versions ``first .. last`` of ``table`` removes with their
-    rows (a ``remove`` whose ``dataChange`` is not false: not those of a commit that only
-    rearranges files), by version, sorted paths under the table's root (versions that remove
-    none are left out); None when one of these log entries is missing."""
+def logged_commits(table: str, first: int, last: int
+                   ) -> list[tuple[dict, list[str]]] | None:
+    """Each commit of versions ``first .. last`` of ``table``, in order, from its JSON log
+    entry: its commit information with its ``version`` (as :func:`recent_commits` gives it;
+    only the version when the entry has none) and the data files it removes with their rows
+    (a ``remove`` whose ``dataChange`` is not false: not those of a commit that only
+    rearranges files), sorted paths under the table's root; None when one of these log entries
+    is missing."""
     actions = log_actions(table, first, last)
     if actions is None:
         return None
     root = table_root(table)
-    removed: dict[int, list[str]] = {}
+    commits = {version: ({"version": version}, []) for version in range(first, last + 1)}
     for version, action in actions:
-        if "remove" in action and action["remove"].get("dataChange", True) is not False:
-            removed.setdefault(version, []).append(logged_file(root, action["remove"]["path"]))
-    return {version: sorted(paths) for version, paths in removed.items()}
+        info, removed = commits[version]
+        if "commitInfo" in action:
+            info.update({**action["commitInfo"], "version": version})
+        elif "remove" in action and action["remove"].get("dataChange", True) is not False:
+            removed.append(logged_file(root, action["remove"]["path"]))
+    return [(info, sorted(removed)) for info, removed in commits.values()]
 
 
 def added_in(table: str, first: int, last: int) -> dict[str, int] | None:
