@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import nullcontext
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from pyspark import SparkContext
@@ -99,9 +99,16 @@ class LazySpark:
 
     def _local_count(self, name: str) -> int | None:
         """The conf value ``name`` of the session, when its master is local and sets it."""
-        master, conf = session_conf(settings=self._settings)
+        master, conf = self._conf
         value = conf.get(name)
         return int(value) if master.startswith("local") and value else None
+
+    @cached_property
+    def _conf(self) -> tuple[str, dict[str, str]]:
+        """The session's master and conf (:func:`session_conf`), made once: the engine choice
+        asks for its cores at every batch group, and making the conf checks the jars and the
+        class archive on disk."""
+        return session_conf(settings=self._settings)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
