@@ -205,16 +205,12 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         or sys.executable
     resolved["spark.pyspark.python"] = python
     os.environ["PYSPARK_PYTHON"] = python  # what PySpark sends to the executors
-    builder = SparkSession.builder.master(master).appName("reprise")
-    for key, value in resolved.items():
-        builder = builder.config(key, value)
+    launch = SparkConf().setMaster(master).setAppName("reprise").setAll(list(resolved.items()))
     log = jvm_log_path()
     start = log.stat().st_size if log.exists() else 0
     fresh = SparkContext._active_spark_context is None
     try:
         if SparkContext._gateway is None:  # the JVM, with its stderr in the log (unless verbose)
-            launch = SparkConf().setMaster(master).setAppName("reprise").setAll(
-                list(resolved.items()))
             if settings.verbose:
                 SparkContext._ensure_initialized(conf=launch)
             else:
@@ -224,12 +220,14 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         if fresh:  # the context from the conf; the session without options, so that its SQL
             # state (parser, analyser, catalog) is built on its first use, not here: a replay on
             # the direct exchange runs RDD jobs only (it takes the conf's spark.sql.* then)
-            context = SparkContext.getOrCreate(SparkConf().setMaster(master).setAppName(
-                "reprise").setAll(list(resolved.items())))
+            context = SparkContext.getOrCreate(launch)
             if on_context is not None:
                 on_context(context)
             spark = SparkSession.builder.getOrCreate()
         else:
+            builder = SparkSession.builder.master(master).appName("reprise")
+            for key, value in resolved.items():
+                builder = builder.config(key, value)
             spark = builder.getOrCreate()
         if not settings.verbose:
             spark.sparkContext.setLogLevel("ERROR")
@@ -239,7 +237,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         archive = class_archive.java_option()
         if archive and archive in resolved.get("spark.driver.extraJavaOptions", ""):
             with class_archive.left_out():  # (raises the same error if the archive was not it)
-                spark = get_spark(master, conf, settings, launch_only)
+                spark = get_spark(master, conf, settings, launch_only, on_context)
             class_archive.discard()  # it started without: a damaged archive must not stay
             return spark
         why = "" if settings.verbose else _jvm_failure(log, start)
