@@ -30,7 +30,14 @@ from jobs.storage.base import (
     unsupported_features,
     with_arrival,
 )
-from jobs.storage.delta_log import LoggedState, logged_state, newest_entry, recent_commits
+from jobs.storage.delta_log import (
+    LoggedState,
+    entry_exists,
+    last_checkpoint,
+    logged_state,
+    newest_entry,
+    recent_commits,
+)
 from jobs.storage.delta_log import txn_version as logged_txn_version
 from jobs.storage.delta_transaction import commit_staged
 from jobs.storage.staging import stage_table
@@ -113,7 +120,9 @@ class DeltaSparkStorage(DeltaStorage):
         return reader if version is None else reader.option("versionAsOf", version)
 
     def exists(self, path: str) -> bool:
-        return newest_entry(path) is not None  # (no listing of the log, no JVM call)
+        # (as newest_entry finds a version: no listing of the log, no JVM call, and no walk
+        # through the entries after the last checkpoint)
+        return last_checkpoint(path) is not None or entry_exists(path, 0)
 
     def version(self, path: str) -> int:
         latest = newest_entry(path)  # (no listing of the log, no Spark job)
