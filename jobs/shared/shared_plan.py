@@ -105,12 +105,6 @@ def _data_files(path: str) -> list[tuple[str, int]]:
     return sorted(out)
 
 
-def recording_statistics(warehouse: Warehouse, recording: str, columns: set[str],
-                         sample_rows: int = SAMPLE_ROWS) -> Statistics:
-    """:func:`table_statistics` of ``recording``."""
-    return table_statistics(warehouse.recording(recording), columns, sample_rows)
-
-
 def table_statistics(path: str, columns: set[str], sample_rows: int = SAMPLE_ROWS
                      ) -> Statistics:
     """The row count of the latest snapshot of the input table at ``path`` (a recording, or a

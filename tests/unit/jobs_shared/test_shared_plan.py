@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from engine.operator import exact_pandas
 from jobs.cli.app import app
 from jobs.shared import shared_plan
-from jobs.shared.shared_plan import recording_statistics
+from jobs.shared.shared_plan import table_statistics
 from jobs.warehouse import Warehouse
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
@@ -160,7 +160,7 @@ def test_plan_lists_each_derived_definition_once_per_cluster_with_its_members(tm
 def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_path):
     _, warehouse = setup(tmp_path)  # four files of 100 rows
     path = Warehouse(warehouse).recording("ev")
-    stats = recording_statistics(Warehouse(warehouse), "ev", {"v", "k", "nope"},
+    stats = table_statistics(Warehouse(warehouse).recording("ev"), {"v", "k", "nope"},
                                  sample_rows=150)
     assert stats.rows == 400
     heads = [pq.read_table(f, columns=["k", "v"]).slice(0, 38)  # 150 / 4, rounded up
@@ -172,7 +172,7 @@ def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_pa
 def test_statistics_of_many_files_read_evenly_spaced_ones(tmp_path, monkeypatch):
     _, warehouse = setup(tmp_path)
     monkeypatch.setattr(shared_plan, "SAMPLE_FILES", 2)  # of the four: the first and third
-    stats = recording_statistics(Warehouse(warehouse), "ev", {"v", "k"}, sample_rows=150)
+    stats = table_statistics(Warehouse(warehouse).recording("ev"), {"v", "k"}, sample_rows=150)
     files = sorted(str(f) for f in Path(Warehouse(warehouse).recording("ev")).glob("*.parquet"))
     heads = [pq.read_table(f, columns=["k", "v"]).slice(0, 75) for f in files[::2]]
     assert stats.rows == 400
@@ -195,7 +195,7 @@ def test_statistics_do_not_depend_on_how_the_files_are_named(tmp_path):
         for old, new in names.items():
             text = text.replace(old, new)
         entry.write_text(text)
-    a, b = (recording_statistics(w, "ev", {"v", "k", "ts"}, sample_rows=150)
+    a, b = (table_statistics(w.recording("ev"), {"v", "k", "ts"}, sample_rows=150)
             for w in (first, second))
     assert sorted(map(str, a.sample.itertuples(index=False))) == \
         sorted(map(str, b.sample.itertuples(index=False)))
