@@ -61,6 +61,16 @@ def scratch_parent() -> Path:
     return parent
 
 
+def vitals_warehouse(storage: DeltaStorage, catalog: Catalog, root: Path, name: str,
+                     events: int, keys: int, commits: int) -> Warehouse:
+    """A warehouse ``root/name`` holding ``events`` generated vitals events (seed 1) of
+    ``keys`` patients in ``commits`` commits."""
+    warehouse = Warehouse(root / name)
+    generate_recording(storage, warehouse, catalog, "vitals", keys=keys, events=events, seed=1,
+                       commits=commits)
+    return warehouse
+
+
 @dataclass(frozen=True)
 class Bench:
     """A Spark session, its storage and a scratch directory removed at the end."""
@@ -72,10 +82,7 @@ class Bench:
     def vitals(self, catalog: Catalog, name: str, events: int, keys: int, commits: int
                ) -> Warehouse:
         """A warehouse ``name`` holding ``events`` generated vitals events (seed 1)."""
-        warehouse = Warehouse(self.root / name)
-        generate_recording(self.storage, warehouse, catalog, "vitals", keys=keys, events=events,
-                           seed=1, commits=commits)
-        return warehouse
+        return vitals_warehouse(self.storage, catalog, self.root, name, events, keys, commits)
 
 
 @contextmanager

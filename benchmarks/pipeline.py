@@ -27,7 +27,6 @@ import json
 import statistics
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
 
 from engine.catalog import load_catalog
@@ -56,12 +55,11 @@ def timed(replay: Replay, stages: Callable[[RunInfo, str], None]) -> Callable[[]
     return run
 
 
-def works(replay: Replay, parts: dict[str, list[float]] | None = None
+def works(replay: Replay, parts: dict[str, list[float]]
           ) -> dict[str, Callable[[], float]]:
     """The three sides: the first stage alone, both stages as separate replays (the stage's
     run over the first stage's output table), both fused; ``parts`` gets the seconds of each
     part of the separate path, round by round."""
-    parts = {} if parts is None else parts
 
     def alone(upstream: RunInfo, _: str) -> None:
         replay.run(upstream)
@@ -102,7 +100,7 @@ def main() -> None:
     with bench(args.master) as b:
         warehouse = b.vitals(catalog, "big", args.events, args.keys, args.batches)
         replay = Replay(b.spark, b.storage, warehouse, catalog, engine=args.engine)
-        parts: dict[str, list[float]] = defaultdict(list)
+        parts: dict[str, list[float]] = {}
         timed = medians(works(replay, parts), rounds=args.rounds, warmups=args.warmups)
     up, sep, fus = timed["upstream"], timed["separate"], timed["fused"]
     result = {"events": args.events, "keys": args.keys, "batches": args.batches,

@@ -36,12 +36,11 @@ from pathlib import Path
 from engine.catalog import load_catalog
 from jobs.execution.arrival import input_index
 from jobs.execution.input_files import read_range
-from jobs.recordings.store import generate_recording
 from jobs.storage import open_driver_storage
 from jobs.warehouse import Warehouse
 from tests.support.standalone import StandaloneCluster, cluster_env
 
-from .harness import ROOT, scratch_parent
+from .harness import ROOT, scratch_parent, vitals_warehouse
 from .results import command_line, record
 
 #: The queries by the family they stand for.
@@ -159,15 +158,6 @@ def summary(done: list[dict], events: int, size: int) -> dict:
                for role in ("driver", "jvm", "worker")}}
 
 
-def generated(storage, catalog, root: Path, name: str, events: int, keys: int, commits: int
-              ) -> Warehouse:
-    """A warehouse under ``root`` holding the vitals recording of ``events`` events."""
-    warehouse = Warehouse(root / name)
-    generate_recording(storage, warehouse, catalog, "vitals", keys=keys, events=events, seed=1,
-                       commits=commits)
-    return warehouse
-
-
 def small_cases(args: argparse.Namespace) -> list[tuple[str, str, int]]:
     """(query's family, layout, buckets) of the rounds: every query in the layout, tumbling
     without it too."""
@@ -182,7 +172,7 @@ def run_cases(args: argparse.Namespace, env: dict[str, str], others: tuple[int, 
     catalog_dir = ROOT / "schemas"
     catalog = load_catalog(catalog_dir)
     storage = open_driver_storage("delta-rs")
-    laid = generated(storage, catalog, root, "laid", args.events, args.keys, args.commits)
+    laid = vitals_warehouse(storage, catalog, root, "laid", args.events, args.keys, args.commits)
     plain = Warehouse(root / "plain")
     plain_copy(storage, laid, plain)
     houses = {"laid": laid, "plain": plain}
@@ -206,7 +196,7 @@ def run_cases(args: argparse.Namespace, env: dict[str, str], others: tuple[int, 
                                               / result[f"{family}_laid_2"]["s"], 3)
     if args.large:
         subprocess.run(["rm", "-rf", str(root / "laid"), str(root / "plain")], check=False)
-        big = generated(storage, catalog, root, "large", args.large, args.large_keys,
+        big = vitals_warehouse(storage, catalog, root, "large", args.large, args.large_keys,
                         args.large_commits)
         size = recording_bytes(storage, big)
         result["large"] = {"events": args.large, "keys": args.large_keys,

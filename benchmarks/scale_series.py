@@ -24,9 +24,9 @@ from pathlib import Path
 from engine.catalog import load_catalog
 from jobs.storage import open_driver_storage
 
-from .harness import ROOT, scratch_parent
+from .harness import ROOT, scratch_parent, vitals_warehouse
 from .results import command_line, record
-from .scale import QUERIES, generated, recording_bytes, replay_once, summary
+from .scale import QUERIES, recording_bytes, replay_once, summary
 
 KEYS, PER_COMMIT, PER_JOB = 5_000, 200_000, 5
 
@@ -44,7 +44,7 @@ def main() -> None:
     for events in sizes:
         root = Path(scratch_parent()) / f"reprise-series-{os.getpid()}"
         try:
-            warehouse = generated(storage, catalog, root, "w", events, KEYS,
+            warehouse = vitals_warehouse(storage, catalog, root, "w", events, KEYS,
                                   max(1, events // PER_COMMIT))
             size = recording_bytes(storage, warehouse)
             for engine in ("spark", "driver"):
