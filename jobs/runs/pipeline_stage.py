@@ -30,12 +30,14 @@ from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index
 from jobs.execution.derived_columns import exchange_for
 from jobs.execution.fused_steps import stream_rows
+from jobs.runs.run_commits import commit_files
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo, existing_run, fingerprint
 from jobs.runs.run_segments import save_run
 from jobs.runtime.parallelism import bucket_count
 from jobs.settings import Settings
 from jobs.storage import DeltaStorage, Txn
+from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
 
 
@@ -152,9 +154,8 @@ def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, targe
     if output is None:
         output = read_output(replay, query, upstream)
     assert output.run_id == upstream.run_id
-    replay.storage.write(output.rows, target, txn=Txn(f"{run_id}/input", 0),
-                         metadata=input_metadata(upstream.run_id, output.version, run_id))
-    return replay.storage.version(target)
+    return _commit_input(replay.storage, target, output.rows, Txn(f"{run_id}/input", 0),
+                         input_metadata(upstream.run_id, output.version, run_id))
 
 
 def fused_input_batch(replay: Replay, target: str, run_id: str) -> int | None:
@@ -173,8 +174,19 @@ def append_stage_input(replay: Replay, upstream: RunInfo, target: str, run_id: s
     version of its output table now (after its commit of ``last``), as
     :func:`write_stage_input`'s does."""
     output = replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output"))
-    replay.storage.write(rows, target, txn=Txn(f"{run_id}/{FUSED_INPUT}", last),
-                         metadata=input_metadata(upstream.run_id, output, run_id))
+    _commit_input(replay.storage, target, rows, Txn(f"{run_id}/{FUSED_INPUT}", last),
+                  input_metadata(upstream.run_id, output, run_id))
+
+
+def _commit_input(storage: DeltaStorage, target: str, rows: pa.Table, txn: Txn,
+                  metadata: dict[str, str]) -> int:
+    """Append ``rows`` to the input table ``target`` once (the app transaction ``txn``), as
+    the run's own tables are written: one staged Parquet file and a commit of it (no Delta
+    writer, which loads the table at every call), made even when there are no rows, so that
+    it still records the transaction and what was read; the version holding them."""
+    staged = [stage_table(storage, target, rows)] if rows.num_rows else []
+    version, _ = commit_files(storage, target, staged, rows.schema, txn, metadata, force=True)
+    return storage.version(target) if version is None else version
 
 
 def input_metadata(upstream_run_id: str, output_version: int, run_id: str) -> dict[str, str]:
