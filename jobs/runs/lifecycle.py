@@ -15,9 +15,10 @@ A strategy provides the runs and how a group of batches of some of them runs
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 import pyarrow as pa
@@ -26,6 +27,7 @@ from jobs.runs.run_commits import BatchReport
 from jobs.runs.run_info import ReplayError, RunInfo
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import RunTables, finish_rewind, output_removals
+from jobs.storage import DeltaStorage
 from jobs.storage.orphans import clean_and_mark, marks, remove_leftovers
 
 #: A run's tables get a Delta checkpoint at the end of a replay (or continuation) when their log
@@ -42,6 +44,9 @@ class RunProgress:
     info: RunInfo
     manifest: pa.Table
     removals: list[str] | None = field(default=None)
+    #: Starts the checkpoints of the run's tables in the background (:class:`Checkpoints`):
+    #: a strategy that commits the run's last batch while other runs have work left calls it.
+    tables_final: Callable[[], None] = field(default=lambda: None)
 
     @property
     def next_batch(self) -> int:
@@ -99,21 +104,23 @@ def run_lifecycle(runner: Runner, strategy: RunStrategy, *, clean: bool = True,
         started = clean_and_mark(tables) if clean else marks(tables)
         for info in runs:
             finish_rewind(runner, info)  # a continuation stopped before its rewind was done
-        manifests = _run_groups(runner, strategy, on_batch)
-        remove_leftovers(tables, since=started)
-        checkpoint(runner, tables)
+        with Checkpoints(runner.storage) as checkpoints:
+            manifests = _run_groups(runner, strategy, on_batch, checkpoints)
+            remove_leftovers(tables, since=started)
+            checkpoints.start(tables)
     return manifests
 
 
 def _run_groups(runner: Runner, strategy: RunStrategy,
-                on_batch: Callable[[RunInfo, BatchReport], None] | None
-                ) -> dict[str, pa.Table]:
+                on_batch: Callable[[RunInfo, BatchReport], None] | None,
+                checkpoints: Checkpoints) -> dict[str, pa.Table]:
     """The loop over batch groups: each time, the runs furthest behind run their next group."""
     progress = {}
     for info in strategy.runs:
         manifest = runner.manifest(info.run_id)
-        progress[info.run_id] = RunProgress(info, manifest,
-                                            output_removals(runner, info, manifest))
+        progress[info.run_id] = RunProgress(
+            info, manifest, output_removals(runner, info, manifest),
+            partial(checkpoints.start, list(runner.tables(info).values())))
     while True:
         behind = [p for p in progress.values() if p.next_batch <= p.info.batches]
         if not behind:
@@ -135,14 +142,36 @@ def _run_groups(runner: Runner, strategy: RunStrategy,
     return {run_id: p.manifest for run_id, p in progress.items()}
 
 
-def checkpoint(runner: Runner, tables: list[str]) -> None:
-    """A checkpoint of each of ``tables`` whose log has :data:`CHECKPOINT_EVERY` commits after
-    its last one. (A continued run's logs grow by a few commits a segment; delta-rs writes a
-    checkpoint without holding the GIL, so the tables' run side by side.)"""
-    storage = runner.storage
-    with ThreadPoolExecutor(min(len(tables), 16) or 1) as pool:
-        list(pool.map(lambda table: storage.checkpoint(table, CHECKPOINT_EVERY), tables))
+class Checkpoints:
+    """The checkpoints of a lifecycle's tables: each table whose log has
+    :data:`CHECKPOINT_EVERY` commits after its last checkpoint gets one, written in a thread
+    (delta-rs writes it without holding the interpreter's lock), so that the tables of a run
+    done early are checkpointed while the other runs step, and all tables side by side at the
+    end; leaving the ``with`` block waits for every one (a failed one raises then)."""
+
+    def __init__(self, storage: DeltaStorage) -> None:
+        self._storage = storage
+        self._pool = ThreadPoolExecutor(16)
+        self._started: dict[str, Future] = {}
+
+    def start(self, tables: list[str]) -> None:
+        """Check ``tables`` (those not started yet) and write their checkpoints."""
+        for table in tables:
+            if table not in self._started:
+                self._started[table] = self._pool.submit(self._storage.checkpoint, table,
+                                                         CHECKPOINT_EVERY)
+
+    def __enter__(self) -> Checkpoints:
+        return self
+
+    def __exit__(self, failed: type | None, *_: object) -> None:
+        try:
+            if failed is None:
+                for future in self._started.values():
+                    future.result()
+        finally:
+            self._pool.shutdown(cancel_futures=True)
 
 
-__all__ = ["CHECKPOINT_EVERY", "RunProgress", "RunStrategy", "Runner", "checkpoint",
+__all__ = ["CHECKPOINT_EVERY", "Checkpoints", "RunProgress", "RunStrategy", "Runner",
            "run_lifecycle"]

@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Protocol
 
 import pyarrow as pa
@@ -212,15 +213,16 @@ class FusedRuns:
         # the first run stepped: the chain's first, or (past its last batch) the stage whose
         # own end-of-input flush comes next, those before it done
         begin = max(0, first - root.batches)
-        steps: dict[int, tuple[StepPlan, list[LiveFile], list[int], list[dict], int | None]]
-        steps, choice = {}, None
-        inputs: dict[int, tuple[StageInput, int]] = {}  # a stage's input, its last batch
+        reports: dict[str, list[BatchReport]] = {}
+        commit = partial(self.commit, at, started, reports)
         if begin == 0:
-            steps[0], emitted, choice = self.root_part(first, attempt, at)
-            feed: tuple[int, ...] = tuple(steps[0][2])
+            steps, emitted, choice = self.root_part(first, attempt, at)
+            feed: tuple[int, ...] = tuple(steps[2])
+            commit(0, steps, choice)
         else:
             before = replay.context(chain[begin - 1].query).operator.output_schema
             emitted, feed = plain(before.append(pa.field("batch", pa.int64())).empty_table()), ()
+            choice = None
         for i in range(max(begin, 1), deepest + 1):
             stage, ctx = chain[i], replay.context(chain[i].query)
             flush = root.batches + i if not feed or feed[-1] == root.batches + i - 1 else None
@@ -231,35 +233,46 @@ class FusedRuns:
             given = StageInput.of(ctx.query, emitted)
             rows = stage_part(feed, flush, splan, given, stage.cuts[first], sink
                               ).to_dict("records")
-            steps[i] = (splan, slive, sgroup, rows, state)
-            if feed:
-                inputs[i] = (given, feed[-1])
+            commit(i, (splan, slive, sgroup, rows, state), choice,
+                   (given, feed[-1]) if feed else None)
             if sink is not None:
                 emitted, feed = group_output(splan, sink), tuple(sgroup)
-        reports = {}
-        for i in sorted(steps):
-            info = chain[i]
-            if info.run_id not in at:
-                continue
-            plan, live, batches, rows, state = steps[i]
-            if i in inputs:  # its input rows, now that the run before it has committed
-                self.append_input(chain[i - 1], info, *inputs[i])
-            if i:  # the stage's arrival ranges, now that the run before it has committed
-                info.cuts = cuts_so_far(replay, chain[i - 1], info)
-                plan = replace(plan, batches=tuple((b, *replay.bounds(info, [b])[b])
-                                                   for b in batches))
-            files = collect_files(plan, rows)
-            if not i:
-                info.input_bytes += sum(f.bytes_read for f in files.values())
-            reports[info.run_id], _ = replay.commit(info, plan, batches, files, live, state,
-                                                    started, at[info.run_id].removals)
-            if choice is not None:
-                note_engine(info, batches, choice)
-            if i:
-                self.save_stage(info)
-            else:
-                save_run(replay, info)
         return reports
+
+    def commit(self, at: dict[str, RunProgress], started: float,
+               reports: dict[str, list[BatchReport]], i: int,
+               steps: tuple[StepPlan, list[LiveFile], list[int], list[dict], int | None],
+               choice: EngineChoice | None, given: tuple[StageInput, int] | None = None
+               ) -> None:
+        """Commit the group of the chain's ``i``-th run (a member of the group: ``at``) as it
+        was stepped (``steps``: its plan, live state files, batches, file rows and state
+        version before), right after its steps and before the next run's (its checkpoints,
+        once its last batch is in, are written while the runs after it step); a stage's input
+        rows ``given`` (with the upstream's last batch of the group) first. Its reports go to
+        ``reports``."""
+        replay, info = self.replay, self.chain[i]
+        if info.run_id not in at:
+            return
+        plan, live, batches, rows, state = steps
+        if given is not None:  # its input rows, now that the run before it has committed
+            self.append_input(self.chain[i - 1], info, *given)
+        if i:  # the stage's arrival ranges, now that the run before it has committed
+            info.cuts = cuts_so_far(replay, self.chain[i - 1], info)
+            plan = replace(plan, batches=tuple((b, *replay.bounds(info, [b])[b])
+                                               for b in batches))
+        files = collect_files(plan, rows)
+        if not i:
+            info.input_bytes += sum(f.bytes_read for f in files.values())
+        reports[info.run_id], _ = replay.commit(info, plan, batches, files, live, state,
+                                                started, at[info.run_id].removals)
+        if choice is not None:
+            note_engine(info, batches, choice)
+        if i:
+            self.save_stage(info)
+        else:
+            save_run(replay, info)
+        if batches[-1] == info.batches:
+            at[info.run_id].tables_final()
 
     def append_input(self, upstream: RunInfo, stage: RunInfo, given: StageInput, last: int
                      ) -> None:

@@ -424,9 +424,9 @@ class DeltaRsStorage(DeltaStorage):
         since = last_checkpoint(path)
         if latest - (-1 if since is None else since) < every:
             return False
-        dt = self._current(path)
-        try:
-            dt.create_checkpoint()
+        try:  # (a handle of its own: a lifecycle checkpoints a run's tables in a thread while
+            # it commits to others and reads these, through the open handles)
+            self._table(path).create_checkpoint()
         except DeltaError as exc:
             raise StorageError(f"cannot write a checkpoint of Delta table {path}: {exc}") from exc
         # A handle brought up to date commit by commit gets slower with each version it has

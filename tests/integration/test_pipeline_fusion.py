@@ -8,10 +8,12 @@ composed reference over the recording."""
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
+from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_pipeline_continue_crash import chain_runs
 from test_pipeline_replay import chain_replay, pipeline_catalog
@@ -71,6 +73,8 @@ def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, .
             assert table_rows(replay, mine, table) == table_rows(replay, theirs, table), \
                 (mine, table)
         assert manifest_rows(replay, mine) == manifest_rows(replay, theirs), mine
+        for table in ("output", "state"):  # the same commits, so the same checkpoints
+            assert checkpoints(replay, mine, table) == checkpoints(replay, theirs, table), mine
         ours, other = read_run(replay.warehouse, mine), read_run(replay.warehouse, theirs)
         assert ours.cuts == other.cuts and not ours.fused_with
         if position:  # a stage's input table: the same rows in the same arrival order
@@ -80,7 +84,16 @@ def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, .
                 replay.warehouse.run_table(upstream, "output"))), mine
 
 
+def checkpoints(replay: Replay, run_id: str, table: str) -> list[str]:
+    """The checkpoint files of a run's table, and the version its last one holds."""
+    log = Path(replay.warehouse.run_table(run_id, table)) / "_delta_log"
+    last = log / "_last_checkpoint"
+    return [*sorted(p.name for p in log.glob("*.checkpoint*")),
+            *([json.loads(last.read_text())["version"]] if last.exists() else [])]
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@example(seed=1, rows=12, stage="ev_w_alerts", per_job=3)  # 42 batches: checkpoints
 @given(seed=st.integers(0, 2**16), rows=st.integers(7, 400),
        stage=st.sampled_from(["ev_w_alert", "ev_w_max", "ev_w_alerts"]),
        per_job=st.integers(1, 5))
@@ -100,6 +113,7 @@ def test_a_fused_chain_equals_the_separate_path_for_random_plans(spark, storage,
     assert len(fused) == len(replay.context(stage).query.chain)
     assert_same_runs(replay, fused, separate(replay, stage, plan))
     assert table_rows(replay, info.run_id, "output") or stage != "ev_w_max"
+    assert rows > 25 or checkpoints(replay, fused[0], "state")  # (compared above)
 
 
 def fused_chain_ids(replay: Replay, info) -> list[str]:
