@@ -33,12 +33,12 @@ from jobs.execution.bucketing import in_group, key_buckets
 from jobs.execution.key_codes import KeyValues, factorized, key_codes
 from jobs.execution.step_files import (
     _COLUMNS,
+    PartWriter,
     arrow_table,
     buckets_of_file,
     count_row,
     event_table,
     output_table,
-    write_part,
 )
 from jobs.execution.step_plan import StepPlan
 
@@ -168,52 +168,55 @@ def run_bucket(plan: StepPlan, bucket: int | range, events: pd.DataFrame | Bucke
     group = bucket if isinstance(bucket, range) else range(bucket, bucket + 1)
     own = _beyond(plan, group)
     state = _load_state(plan, group, own)
-    rows: list[dict | None] = []
-    split = events if isinstance(events, BucketSplit) else split_bucket(plan, events)
-    good_of, keys = split.good_of, split.keys
-    if keys is not None:
-        state, good_of, keys = coded_state(state, split)
-    schemas = plan.schemas
-    pending: dict[str, list[pd.DataFrame]] = {"late": [], "quarantine": []}  # to be written
-    steps = _steps(plan)
-    for i, (batch, _, _) in enumerate(steps):
-        batch_good, batch_bad = good_of[i], split.bad_of[i]
-        seen_of = ({group[0]: len(batch_good) + len(batch_bad)} if by_bucket is None else
-                   {b: int(by_bucket[i, b]) for b in group})
-        if not sum(seen_of.values()):  # no event of these buckets in this batch: same state
-            if not own:
-                continue  # (its state file stays)
-            rows += [count_row(batch, "input", b, 0) for b in group]
-        else:
-            result = op.step(state, batch_good)
-            state = result.state
-            rejected = keys.decode(result.rejected) if keys else result.rejected
-            rows += [count_row(batch, "input", b, n) for b, n in seen_of.items()]
-            output = output_table(result.output, schemas["output"], batch, keys)
+    with PartWriter() as files:
+        split = events if isinstance(events, BucketSplit) else split_bucket(plan, events)
+        good_of, keys = split.good_of, split.keys
+        if keys is not None:
+            state, good_of, keys = coded_state(state, split)
+        schemas = plan.schemas
+        pending: dict[str, list[pd.DataFrame]] = {"late": [], "quarantine": []}  # to be written
+        steps = _steps(plan)
+        for i, (batch, _, _) in enumerate(steps):
+            batch_good, batch_bad = good_of[i], split.bad_of[i]
+            seen_of = ({group[0]: len(batch_good) + len(batch_bad)} if by_bucket is None else
+                       {b: int(by_bucket[i, b]) for b in group})
+            if not sum(seen_of.values()):  # no event of these buckets in this batch: same state
+                if not own:
+                    continue  # (its state file stays)
+                for b in group:
+                    files.add(count_row(batch, "input", b, 0))
+            else:
+                result = op.step(state, batch_good)
+                state = result.state
+                rejected = keys.decode(result.rejected) if keys else result.rejected
+                for b, n in seen_of.items():
+                    files.add(count_row(batch, "input", b, n))
+                output = output_table(result.output, schemas["output"], batch, keys)
+                if emitted is not None:
+                    emitted(batch, output)
+                files.write(plan, batch, "output", output, group)
+                for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
+                    files.add(count_row(batch, kind, group[0], sum(len(f) for f in found)))
+                    if batch > plan.events_done.get(kind, -1):
+                        pending[kind] += found
+            table = None if state.empty else arrow_table(state, schemas["state"], keys,
+                                                               dictionary=True)
+            files.write(plan, batch, "state", table, group)
+        if steps:  # the job's late and quarantined events: one file each
+            last = steps[-1][0]
+            files.write(plan, last, "late", event_table(pending["late"], schemas["late"], keys),
+                        group)
+            files.write(plan, last, "quarantine", event_table(pending["quarantine"],
+                                                              schemas["quarantine"]), group)
+        if plan.finish:  # the end-of-input flush: the plan's last batch
+            batch = plan.batches[-1][0]
+            for b in group:
+                files.add(count_row(batch, "input", b, 0))
+            output = output_table(op.finish(state), schemas["output"], batch, keys)
             if emitted is not None:
                 emitted(batch, output)
-            rows.append(write_part(plan, batch, "output", output, group))
-            for kind, found in (("late", [result.late]), ("quarantine", [batch_bad, rejected])):
-                rows.append(count_row(batch, kind, group[0], sum(len(f) for f in found)))
-                if batch > plan.events_done.get(kind, -1):
-                    pending[kind] += found
-        table = None if state.empty else arrow_table(state, schemas["state"], keys,
-                                                           dictionary=True)
-        rows.append(write_part(plan, batch, "state", table, group))
-    if steps:  # the job's late and quarantined events: one file each
-        last = steps[-1][0]
-        rows += [write_part(plan, last, "late", event_table(pending["late"], schemas["late"], keys),
-                            group),
-                 write_part(plan, last, "quarantine", event_table(pending["quarantine"],
-                                                                  schemas["quarantine"]), group)]
-    if plan.finish:  # the end-of-input flush: the plan's last batch
-        batch = plan.batches[-1][0]
-        rows += [count_row(batch, "input", b, 0) for b in group]
-        output = output_table(op.finish(state), schemas["output"], batch, keys)
-        if emitted is not None:
-            emitted(batch, output)
-        rows.append(write_part(plan, batch, "output", output, group))
-    return pd.DataFrame([r for r in rows if r is not None], columns=_COLUMNS)
+            files.write(plan, batch, "output", output, group)
+        return pd.DataFrame(files.rows(), columns=_COLUMNS)
 
 
 def no_events(plan: StepPlan) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -102,10 +103,51 @@ def write_part(plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
     buckets ``group`` (named so: :func:`buckets_of_file`); returns its file row."""
     if table is None:
         return None
+    return _write_at(part_path(plan, batch, kind, group), batch, kind, table, group)
+
+
+def part_path(plan: StepPlan, batch: int, kind: str, group: range) -> str:
+    """The path of the Parquet file of ``kind`` for ``batch`` of the buckets ``group``, named
+    after the task attempt that writes it (asked in the task's own thread)."""
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
     of = part_name(group, plan.buckets)
-    path = f"{plan.dirs[kind]}/part-b{of}-n{batch:06d}-a{attempt}.parquet"
+    return f"{plan.dirs[kind]}/part-b{of}-n{batch:06d}-a{attempt}.parquet"
+
+
+class PartWriter:
+    """:func:`write_part` behind the step, for the time of a ``with`` block: each file is
+    encoded and written in a thread of the writer's own while the caller steps the next batch
+    (Arrow encodes and writes without holding the interpreter's lock); :meth:`rows` gives the
+    rows of the files and those :meth:`add` gave, in the order of the calls."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(1)
+        self._pending: list[Future | dict] = []
+
+    def __enter__(self) -> PartWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._pool.shutdown(cancel_futures=True)  # (after a failed step: the writes started end)
+
+    def write(self, plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
+              group: range) -> None:
+        if table is not None:
+            self._pending.append(self._pool.submit(
+                _write_at, part_path(plan, batch, kind, group), batch, kind, table, group))
+
+    def add(self, row: dict) -> None:
+        """A row without a file (:func:`count_row`), in its place among the files'."""
+        self._pending.append(row)
+
+    def rows(self) -> list[dict]:
+        """Every row, once every file is written (a failed write raises here)."""
+        return [r.result() if isinstance(r, Future) else r for r in self._pending]
+
+
+def _write_at(path: str, batch: int, kind: str, table: pa.Table, group: range) -> dict:
+    """:func:`write_part` of ``table`` at ``path``."""
     # dictionary pages only for text: on numbers they cost more time than they save space;
     # integers and times delta-packed (on a 97,000-row select output: a quarter less time and
     # half the bytes of plain pages)
