@@ -139,7 +139,9 @@ class KeyedOperator(ABC):
 
     @abstractmethod
     def step(self, state: pd.DataFrame, batch: pd.DataFrame) -> StepResult:
-        """Consume one batch; ``state`` and ``batch`` may hold any set of keys."""
+        """Consume one batch; ``state`` and ``batch`` may hold any set of keys. Neither is
+        changed in place (the new state is a new frame): a runner may still be writing files
+        that share their memory."""
 
     @abstractmethod
     def finish(self, state: pd.DataFrame) -> pd.DataFrame:

@@ -160,7 +160,7 @@ def run_bucket(plan: StepPlan, bucket: int | range, events: pd.DataFrame | Bucke
     state is in a file holding other buckets too write their part of it in every batch,
     events or not, so that each batch's commit covers every bucket of that file and drops it
     (the first commits may be an earlier attempt's, found done). ``emitted`` hears each
-    batch's output rows as they are written (a fused pipeline stage reads them:
+    batch's output rows as they are made (a fused pipeline stage reads them:
     :mod:`jobs.execution.fused_steps`)."""
     if "engine.qre" in sys.modules:  # a QRE operator came with the plan: set its kernel cache
         sys.modules["engine.qre"].configure_cache(plan.kernel_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -118,12 +119,20 @@ def part_path(plan: StepPlan, batch: int, kind: str, group: range) -> str:
 class PartWriter:
     """:func:`write_part` behind the step, for the time of a ``with`` block: each file is
     encoded and written in a thread of the writer's own while the caller steps the next batch
-    (Arrow encodes and writes without holding the interpreter's lock); :meth:`rows` gives the
-    rows of the files and those :meth:`add` gave, in the order of the calls."""
+    (Arrow encodes and writes without holding the interpreter's lock), :data:`IN_FLIGHT` at
+    most; :meth:`rows` gives the rows of the files and those :meth:`add` gave, in the order of
+    the calls. A table handed to :meth:`write` may share memory with the frames it was made
+    from (numbers are converted without a copy): an operator's step makes new frames, never
+    changing the state it was given (:meth:`engine.operator.KeyedOperator.step`)."""
+
+    #: Files encoded or written at once, at most (a step waits for the oldest beyond): the
+    #: tables waiting to be written are held in memory.
+    IN_FLIGHT = 2
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(1)
         self._pending: list[Future | dict] = []
+        self._in_flight: deque[Future] = deque()
 
     def __enter__(self) -> PartWriter:
         return self
@@ -133,9 +142,14 @@ class PartWriter:
 
     def write(self, plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
               group: range) -> None:
-        if table is not None:
-            self._pending.append(self._pool.submit(
-                _write_at, part_path(plan, batch, kind, group), batch, kind, table, group))
+        if table is None:
+            return
+        while len(self._in_flight) >= self.IN_FLIGHT:
+            self._in_flight.popleft().result()
+        future = self._pool.submit(_write_at, part_path(plan, batch, kind, group), batch, kind,
+                                   table, group)
+        self._pending.append(future)
+        self._in_flight.append(future)
 
     def add(self, row: dict) -> None:
         """A row without a file (:func:`count_row`), in its place among the files'."""

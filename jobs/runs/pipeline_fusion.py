@@ -215,6 +215,7 @@ class FusedRuns:
         begin = max(0, first - root.batches)
         reports: dict[str, list[BatchReport]] = {}
         commit = partial(self.commit, at, started, reports)
+        choice: EngineChoice | None = None
         if begin == 0:
             steps, emitted, choice = self.root_part(first, attempt, at)
             feed: tuple[int, ...] = tuple(steps[2])
@@ -222,7 +223,6 @@ class FusedRuns:
         else:
             before = replay.context(chain[begin - 1].query).operator.output_schema
             emitted, feed = plain(before.append(pa.field("batch", pa.int64())).empty_table()), ()
-            choice = None
         for i in range(max(begin, 1), deepest + 1):
             stage, ctx = chain[i], replay.context(chain[i].query)
             flush = root.batches + i if not feed or feed[-1] == root.batches + i - 1 else None

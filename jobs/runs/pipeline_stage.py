@@ -30,14 +30,13 @@ from engine.specs import QuerySpec
 from jobs.execution.arrival import input_index
 from jobs.execution.derived_columns import exchange_for
 from jobs.execution.fused_steps import stream_rows
-from jobs.runs.run_commits import commit_files
+from jobs.runs.run_commits import commit_rows
 from jobs.runs.run_context import RunContext
 from jobs.runs.run_info import ReplayError, RunInfo, existing_run, fingerprint
 from jobs.runs.run_segments import save_run
 from jobs.runtime.parallelism import bucket_count
 from jobs.settings import Settings
 from jobs.storage import DeltaStorage, Txn
-from jobs.storage.staging import stage_table
 from jobs.warehouse import Warehouse
 
 
@@ -180,12 +179,11 @@ def append_stage_input(replay: Replay, upstream: RunInfo, target: str, run_id: s
 
 def _commit_input(storage: DeltaStorage, target: str, rows: pa.Table, txn: Txn,
                   metadata: dict[str, str]) -> int:
-    """Append ``rows`` to the input table ``target`` once (the app transaction ``txn``), as
-    the run's own tables are written: one staged Parquet file and a commit of it (no Delta
-    writer, which loads the table at every call), made even when there are no rows, so that
-    it still records the transaction and what was read; the version holding them."""
-    staged = [stage_table(storage, target, rows)] if rows.num_rows else []
-    version, _ = commit_files(storage, target, staged, rows.schema, txn, metadata, force=True)
+    """Append ``rows`` to the input table ``target`` once (the app transaction ``txn``) as the
+    run's own tables are written (no Delta writer, which loads the table at every call), even
+    with no rows, so that the commit records the transaction and what was read; the version
+    holding them."""
+    version, _ = commit_rows(storage, target, rows, txn, metadata, force=True)
     return storage.version(target) if version is None else version
 
 

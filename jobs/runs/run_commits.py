@@ -72,12 +72,14 @@ def commit_files(storage: DeltaStorage, path: str, files: list[StagedFile], sche
 
 
 def commit_rows(storage: DeltaStorage, path: str, table: pa.Table, txn: Txn, meta: dict,
-                remove: list[str] | None = None) -> tuple[int | None, bool]:
-    """Commit a small table (manifest rows) once, as one staged Parquet file (none when it
-    has no rows), dropping the live files ``remove`` in the same commit: (table version
-    holding them, skipped as already done)."""
+                remove: list[str] | None = None, force: bool = False
+                ) -> tuple[int | None, bool]:
+    """Commit a table's rows once, as one staged Parquet file (none when it has no rows),
+    dropping the live files ``remove`` in the same commit (``force``: committed even with no
+    rows and nothing to drop): (table version holding them, skipped as already done)."""
     staged = [stage_table(storage, path, table)] if table.num_rows else []
-    return commit_files(storage, path, staged, table.schema, txn, meta, remove=remove)
+    return commit_files(storage, path, staged, table.schema, txn, meta, remove=remove,
+                        force=force)
 
 
 def commit_group(storage: DeltaStorage, info: RunInfo, tables: dict[str, str], plan: StepPlan,

@@ -424,8 +424,8 @@ class DeltaRsStorage(DeltaStorage):
         since = last_checkpoint(path)
         if latest - (-1 if since is None else since) < every:
             return False
-        try:  # (a handle of its own: a lifecycle checkpoints a run's tables in a thread while
-            # it commits to others and reads these, through the open handles)
+        try:  # (a handle of its own, not the open one this process commits and reads through:
+            # a lifecycle checkpoints a finished run's tables in a thread while it works on others)
             self._table(path).create_checkpoint()
         except DeltaError as exc:
             raise StorageError(f"cannot write a checkpoint of Delta table {path}: {exc}") from exc
