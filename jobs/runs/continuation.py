@@ -135,8 +135,10 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
             return Continuation(info, info.segments[-1] if info.segments else None,
                                 resumed=True)
         ctx = replay.context(info.query)
-        reason = _fresh_reason(replay, info, ctx)
+        # (pinned first: the check covers exactly the versions the new segment reads, however
+        # many commits land meanwhile)
         sources = replay.pin_sources(ctx.query, None)
+        reason = _fresh_reason(replay, info, ctx, sources)
         old = info.sources or {"input": info.input_version}
         if not reason and sources == old:
             return Continuation(info, None, clean=True)
@@ -146,7 +148,7 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
             try:  # (nothing is written before the new files are known)
                 return Continuation(info, _next_segment(replay, info, ctx, sources, old),
                                     clean=True)
-            except RecordingRewritten as exc:  # (by a commit made since _fresh_reason looked)
+            except RecordingRewritten as exc:  # (new_files: a file the run read is gone)
                 reason = f"recording {ctx.query.input!r} was rewritten: {exc}"
     fresh_id = replay.default_run_id(info.query, plan=info.plan)
     if fresh_id == info.run_id:
@@ -168,14 +170,15 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
     return Continuation(fresh, fresh.segments[0], reason)
 
 
-def _fresh_reason(replay: Replay, info: RunInfo, ctx) -> str:
-    """Why the run cannot be continued to the latest versions ("" when it can)."""
+def _fresh_reason(replay: Replay, info: RunInfo, ctx, sources: dict[str, int]) -> str:
+    """Why the run cannot be continued to the pinned versions ``sources`` of its recordings
+    ("" when it can): the versions after the run's up to those are checked, no later ones."""
     if fingerprint(ctx.query, ctx.operator) != info.fingerprint:
         return f"the definition of query {info.query!r} changed since the run was made"
     old = info.sources or {"input": info.input_version}
     for stream, name in ctx.query.inputs.items():
         path = replay.warehouse.recording(name)
-        latest = replay.storage.version(path)
+        latest = sources[stream]
         if latest < old[stream]:
             return f"recording {name!r} is at version {latest}, older than the run's {old[stream]}"
         # (a merged input takes the files of later commits for new events: not rearranged)
