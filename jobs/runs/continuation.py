@@ -49,6 +49,7 @@ from jobs.runs.run_segments import (
 from jobs.runs.stage_continuation import extend_stage, stage_run_over
 from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
+from jobs.storage.delta_log import LoggedCommit, appended_files
 from jobs.storage.locations import local_path
 from jobs.storage.log_entries import relative_path
 from jobs.storage.rearrange import rearranged_files
@@ -138,16 +139,19 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
         # (pinned first: the check covers exactly the versions the new segment reads, however
         # many commits land meanwhile)
         sources = replay.pin_sources(ctx.query, None)
-        reason = _fresh_reason(replay, info, ctx, sources)
         old = info.sources or {"input": info.input_version}
+        logs = {stream: replay.storage.commits(replay.warehouse.recording(name), old[stream] + 1,
+                                               sources[stream])
+                for stream, name in ctx.query.inputs.items()}  # (read once, for both uses)
+        reason = _fresh_reason(replay, info, ctx, sources, logs)
         if not reason and sources == old:
             return Continuation(info, None, clean=True)
         if not reason and ctx.merged:
             reason = _merge_order_problem(replay, info, ctx, sources)
         if not reason:
             try:  # (nothing is written before the new files are known)
-                return Continuation(info, _next_segment(replay, info, ctx, sources, old),
-                                    clean=True)
+                return Continuation(info, _next_segment(replay, info, ctx, sources, old,
+                                                        logs), clean=True)
             except RecordingRewritten as exc:  # (new_files: a file the run read is gone)
                 reason = f"recording {ctx.query.input!r} was rewritten: {exc}"
     fresh_id = replay.default_run_id(info.query, plan=info.plan)
@@ -170,9 +174,11 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
     return Continuation(fresh, fresh.segments[0], reason)
 
 
-def _fresh_reason(replay: Replay, info: RunInfo, ctx, sources: dict[str, int]) -> str:
+def _fresh_reason(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
+                  logs: dict[str, list[LoggedCommit] | None]) -> str:
     """Why the run cannot be continued to the pinned versions ``sources`` of its recordings
-    ("" when it can): the versions after the run's up to those are checked, no later ones."""
+    ("" when it can): the versions after the run's up to those are checked, no later ones
+    (``logs``: their commits, by stream)."""
     if fingerprint(ctx.query, ctx.operator) != info.fingerprint:
         return f"the definition of query {info.query!r} changed since the run was made"
     old = info.sources or {"input": info.input_version}
@@ -182,7 +188,8 @@ def _fresh_reason(replay: Replay, info: RunInfo, ctx, sources: dict[str, int]) -
         if latest < old[stream]:
             return f"recording {name!r} is at version {latest}, older than the run's {old[stream]}"
         # (a merged input takes the files of later commits for new events: not rearranged)
-        if why := append_only(replay.storage, path, old[stream], latest, not ctx.merged):
+        if why := append_only(replay.storage, path, old[stream], latest, logs[stream],
+                              not ctx.merged):
             return f"recording {name!r} was rewritten: {why}"
     return ""
 
@@ -216,20 +223,19 @@ class RecordingRewritten(ReplayError):
     """Files a run read are no longer live in a later version of its recording."""
 
 
-def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
-              ) -> list[dict]:
+def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict],
+              commits: list[LoggedCommit] | None) -> list[dict]:
     """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
     (commit version, then path; as :func:`jobs.execution.arrival.input_index` orders a snapshot),
-    with offsets after the ``known`` files. Reads the log entries of those versions only (not
-    the snapshot, whose file list grows with every commit); checks that they removed none of
-    the known files (the history was append-only)."""
+    with offsets after the ``known`` files, from those versions' ``commits`` (their log entries
+    only, not the snapshot, whose file list grows with every commit; None when one is missing);
+    checks that they removed none of the known files (the history was append-only)."""
     if new <= old:
         return []
-    found = storage.files_appended(path, old + 1, new)
-    if found is None:
+    if commits is None:
         raise ReplayError(f"cannot tell which versions of {path} between {old} and {new} added "
                           "its new files (a log entry is missing or unreadable); replay afresh")
-    added, removed = found
+    added, removed = appended_files(commits)
     uris = {f["uri"] for f in known}
     if gone := uris & removed:
         raise RecordingRewritten(f"the input files of version {old} of {path} are no longer "
@@ -248,12 +254,12 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
     return files
 
 
-def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
-                ) -> list[dict]:
-    """The ``known`` files (of version ``old`` of the table at ``path``) as version ``new``
-    holds them: a file that a later commit rearranged (:mod:`jobs.storage.rearrange`: the same
-    rows, the same arrival order) is its replacement, at the same offset."""
-    moved = rearranged_files(storage, path, old, new)
+def moved_files(storage: DeltaStorage, path: str, known: list[dict],
+                commits: list[LoggedCommit] | None) -> list[dict]:
+    """The ``known`` files (of a version of the table at ``path``) as the last of the later
+    ``commits`` holds them: a file that one of them rearranged (:mod:`jobs.storage.rearrange`:
+    the same rows, the same arrival order) is its replacement, at the same offset."""
+    moved = rearranged_files(storage, commits or [])
     if not moved:
         return known
     root = local_path(path).rstrip("/")
@@ -265,8 +271,9 @@ def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: lis
 
 
 def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
-                  old: dict[str, int]) -> dict:
-    """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``."""
+                  old: dict[str, int], logs: dict[str, list[LoggedCommit] | None]) -> dict:
+    """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``
+    (``logs``: the recordings' commits after ``old`` up to ``sources``, by stream)."""
     k = max(1, len(info.segments))
     if ctx.merged:
         from jobs.execution.merged_inputs import merge_inputs, merged_versions
@@ -277,11 +284,13 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
         version = merge_inputs(replay.storage, replay.warehouse, replay.catalog, ctx.query,
                                sources, ctx.recording, info.input_path, info.run_id,
                                info.buckets, segment=k, after=old)
-        path = info.input_path
+        path = info.input_path  # (the run's own table: its log read here)
+        commits = replay.storage.commits(path, info.input_version + 1, version)
     else:
-        path, version = info.input_path, sources["input"]
-    known = moved_files(replay.storage, path, info.input_version, version, info.files)
-    files = [*known, *new_files(replay.storage, path, info.input_version, version, known)]
+        path, version, commits = info.input_path, sources["input"], logs["input"]
+    known = moved_files(replay.storage, path, info.files, commits)
+    files = [*known, *new_files(replay.storage, path, info.input_version, version, known,
+                                commits)]
     cuts = resolve_cuts(plans.parse_plan(info.plan), [plans.InputFile(**f) for f in files],
                         ctx.time_column)
     keep = kept_batches(info.cuts, cuts)
