@@ -26,7 +26,7 @@ import pyarrow as pa
 from engine import batch_plans as plans
 from jobs.execution.arrival import resolve_cuts, sequenced
 from jobs.execution.merged_inputs import input_merge, merged_events
-from jobs.runs.listing import made_at, summarize
+from jobs.runs.listing import newest_run, summarize
 from jobs.runs.pipeline_stage import stage_over
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_commits import BatchReport
@@ -35,7 +35,6 @@ from jobs.runs.run_info import (
     RunInfo,
     fingerprint,
     read_run,
-    run_header,
 )
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import (
@@ -47,7 +46,6 @@ from jobs.runs.run_segments import (
     save_run,
 )
 from jobs.runs.stage_continuation import extend_stage, stage_run_over
-from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
 from jobs.storage.delta_log import LoggedCommit, appended_files
 from jobs.storage.locations import local_path
@@ -77,23 +75,13 @@ def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> str 
     versions (then the newest made), complete or not. An interrupted run (a continuation or a
     replay that was killed) is among them: the continuation finishes it first, to the versions
     it planned, and the next one goes further. Only the runs' headers are read
-    (:func:`run_header`); the continuation reads the chosen run whole, under its lock."""
+    (:func:`~jobs.runs.listing.newest_run`); the continuation reads the chosen run whole,
+    under its lock."""
     ctx = replay.context(query)
     fp = fingerprint(ctx.query, ctx.operator)
     wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
-    best: tuple | None = None
-    for run_id in replay.warehouse.runs():
-        if run_id.endswith(STANDALONE_SUFFIX):  # the equals_standalone check's, not the asset's
-            continue
-        run_dir = replay.warehouse.run_dir(run_id)
-        head = run_header(run_dir / "run.json")
-        if head.query != query or head.fingerprint != fp or head.plan != wanted:
-            continue
-        rank = (sorted((head.sources or {"input": head.input_version}).values()),
-                made_at(run_dir, head))
-        if best is None or rank > best[0]:
-            best = (rank, run_id)
-    return None if best is None else best[1]
+    return newest_run(replay.warehouse, lambda _, head: (head.query, head.fingerprint, head.plan)
+                      == (query, fp, wanted))
 
 
 def continue_query(replay: Replay, query: str, plan: str | None = None,
