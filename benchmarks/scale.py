@@ -148,10 +148,11 @@ def replay_once(warehouse: Warehouse, catalog: Path, query: str, buckets: int, e
 
 
 def summary(done: list[dict], events: int, size: int) -> dict:
-    """A case's runs as the result reports them: median seconds, events per second, input
-    bytes (and over the recording's size), the peak memory of each kind of process."""
+    """A case's runs as the result reports them: median seconds (unrounded, as recorded),
+    events per second, input bytes (and over the recording's size), the peak memory of each
+    kind of process."""
     seconds = statistics.median(d["s"] for d in done)
-    return {"s": round(seconds, 2), "events_per_s": round(events / seconds),
+    return {"s": seconds, "events_per_s": round(events / seconds),
             "input_bytes": done[0]["bytes"],
             "bytes_over_recording": round(done[0]["bytes"] / size, 3),
             **{f"peak_{role}_mb": round(max(d[f"{role}_mb"] for d in done))

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .harness import ROOT, scratch_parent
 from .results import record
+from .whole_command import generate
 
 _CHILD = """
 import time
@@ -111,18 +112,6 @@ print("PHASES " + json.dumps({
 }))
 """
 
-_GENERATE = """
-import sys
-from pathlib import Path
-from engine.catalog import load_catalog
-from jobs.recordings.store import generate_recording
-from jobs.storage import open_driver_storage
-from jobs.warehouse import Warehouse
-root, events = Path(sys.argv[1]), int(sys.argv[2])
-generate_recording(open_driver_storage("delta-rs"), Warehouse(root), load_catalog(Path("schemas")),
-                   "vitals", keys=10, events=events, seed=1, commits=5)
-"""
-
 #: Spark forced on both trees (the older one's switch, then the engine setting).
 FORCE_SPARK = {"REPRISE_LOCAL_EVENTS": "0", "REPRISE_ENGINE": "spark"}
 
@@ -164,8 +153,7 @@ def main() -> None:
     found: dict[str, list[dict[str, float]]] = {tag: [] for tag in trees}
     with tempfile.TemporaryDirectory(prefix="startup-", dir=scratch_parent()) as scratch:
         root = Path(scratch)
-        subprocess.run([sys.executable, "-c", _GENERATE, str(root), str(args.events)], cwd=ROOT,
-                       check=True)
+        generate(root, ROOT / "schemas", "vitals", args.events, keys=10, commits=5)
         for r in range(args.rounds):
             for tag in reversed(trees) if r % 2 else trees:  # alternate who goes first
                 tree = trees[tag]

@@ -37,11 +37,12 @@ def launch_jvm() -> None:
     """Launch the driver JVM of the environment's settings, quietly, on a local master; a
     launch that fails here is left to the command's own, which makes it again and says why."""
     try:
+        from jobs.runtime.masters import is_local
         from jobs.runtime.spark_session import get_spark
         from jobs.settings import load_settings
 
         settings = load_settings()
-        if settings.spark_master.startswith("local") and not settings.verbose:
+        if is_local(settings.spark_master) and not settings.verbose:
             get_spark(settings=settings, launch_only=True)
     except Exception:  # (the command's own launch reports it)
         pass

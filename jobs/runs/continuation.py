@@ -26,7 +26,7 @@ import pyarrow as pa
 from engine import batch_plans as plans
 from jobs.execution.arrival import resolve_cuts, sequenced
 from jobs.execution.merged_inputs import input_merge, merged_events
-from jobs.runs.listing import made_at, summarize
+from jobs.runs.listing import newest_run, summarize
 from jobs.runs.pipeline_stage import stage_over
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_commits import BatchReport
@@ -35,7 +35,6 @@ from jobs.runs.run_info import (
     RunInfo,
     fingerprint,
     read_run,
-    run_header,
 )
 from jobs.runs.run_lock import run_lock
 from jobs.runs.run_segments import (
@@ -47,8 +46,8 @@ from jobs.runs.run_segments import (
     save_run,
 )
 from jobs.runs.stage_continuation import extend_stage, stage_run_over
-from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import DeltaStorage
+from jobs.storage.delta_log import LoggedCommit, appended_files
 from jobs.storage.locations import local_path
 from jobs.storage.log_entries import relative_path
 from jobs.storage.rearrange import rearranged_files
@@ -76,23 +75,13 @@ def run_to_continue(replay: Replay, query: str, plan: str | None = None) -> str 
     versions (then the newest made), complete or not. An interrupted run (a continuation or a
     replay that was killed) is among them: the continuation finishes it first, to the versions
     it planned, and the next one goes further. Only the runs' headers are read
-    (:func:`run_header`); the continuation reads the chosen run whole, under its lock."""
+    (:func:`~jobs.runs.listing.newest_run`); the continuation reads the chosen run whole,
+    under its lock."""
     ctx = replay.context(query)
     fp = fingerprint(ctx.query, ctx.operator)
     wanted = (plans.parse_plan(plan) if plan is not None else ctx.query.batch).describe()
-    best: tuple | None = None
-    for run_id in replay.warehouse.runs():
-        if run_id.endswith(STANDALONE_SUFFIX):  # the equals_standalone check's, not the asset's
-            continue
-        run_dir = replay.warehouse.run_dir(run_id)
-        head = run_header(run_dir / "run.json")
-        if head.query != query or head.fingerprint != fp or head.plan != wanted:
-            continue
-        rank = (sorted((head.sources or {"input": head.input_version}).values()),
-                made_at(run_dir, head))
-        if best is None or rank > best[0]:
-            best = (rank, run_id)
-    return None if best is None else best[1]
+    return newest_run(replay.warehouse, lambda _, head: (head.query, head.fingerprint, head.plan)
+                      == (query, fp, wanted))
 
 
 def continue_query(replay: Replay, query: str, plan: str | None = None,
@@ -135,18 +124,23 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
             return Continuation(info, info.segments[-1] if info.segments else None,
                                 resumed=True)
         ctx = replay.context(info.query)
-        reason = _fresh_reason(replay, info, ctx)
+        # (pinned first: the check covers exactly the versions the new segment reads, however
+        # many commits land meanwhile)
         sources = replay.pin_sources(ctx.query, None)
         old = info.sources or {"input": info.input_version}
+        logs = {stream: replay.storage.commits(replay.warehouse.recording(name), old[stream] + 1,
+                                               sources[stream])
+                for stream, name in ctx.query.inputs.items()}  # (read once, for both uses)
+        reason = _fresh_reason(replay, info, ctx, sources, logs)
         if not reason and sources == old:
             return Continuation(info, None, clean=True)
         if not reason and ctx.merged:
             reason = _merge_order_problem(replay, info, ctx, sources)
         if not reason:
             try:  # (nothing is written before the new files are known)
-                return Continuation(info, _next_segment(replay, info, ctx, sources, old),
-                                    clean=True)
-            except RecordingRewritten as exc:  # (by a commit made since _fresh_reason looked)
+                return Continuation(info, _next_segment(replay, info, ctx, sources, old,
+                                                        logs), clean=True)
+            except RecordingRewritten as exc:  # (new_files: a file the run read is gone)
                 reason = f"recording {ctx.query.input!r} was rewritten: {exc}"
     fresh_id = replay.default_run_id(info.query, plan=info.plan)
     if fresh_id == info.run_id:
@@ -168,18 +162,22 @@ def extend(replay: Replay, run_id: str, log: Callable[[str], None] = print) -> C
     return Continuation(fresh, fresh.segments[0], reason)
 
 
-def _fresh_reason(replay: Replay, info: RunInfo, ctx) -> str:
-    """Why the run cannot be continued to the latest versions ("" when it can)."""
+def _fresh_reason(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
+                  logs: dict[str, list[LoggedCommit] | None]) -> str:
+    """Why the run cannot be continued to the pinned versions ``sources`` of its recordings
+    ("" when it can): the versions after the run's up to those are checked, no later ones
+    (``logs``: their commits, by stream)."""
     if fingerprint(ctx.query, ctx.operator) != info.fingerprint:
         return f"the definition of query {info.query!r} changed since the run was made"
     old = info.sources or {"input": info.input_version}
     for stream, name in ctx.query.inputs.items():
         path = replay.warehouse.recording(name)
-        latest = replay.storage.version(path)
+        latest = sources[stream]
         if latest < old[stream]:
             return f"recording {name!r} is at version {latest}, older than the run's {old[stream]}"
         # (a merged input takes the files of later commits for new events: not rearranged)
-        if why := append_only(replay.storage, path, old[stream], latest, not ctx.merged):
+        if why := append_only(replay.storage, path, old[stream], latest, logs[stream],
+                              not ctx.merged):
             return f"recording {name!r} was rewritten: {why}"
     return ""
 
@@ -213,20 +211,19 @@ class RecordingRewritten(ReplayError):
     """Files a run read are no longer live in a later version of its recording."""
 
 
-def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
-              ) -> list[dict]:
+def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict],
+              commits: list[LoggedCommit] | None) -> list[dict]:
     """The data files versions ``old+1 .. new`` of the table at ``path`` added, in arrival order
     (commit version, then path; as :func:`jobs.execution.arrival.input_index` orders a snapshot),
-    with offsets after the ``known`` files. Reads the log entries of those versions only (not
-    the snapshot, whose file list grows with every commit); checks that they removed none of
-    the known files (the history was append-only)."""
+    with offsets after the ``known`` files, from those versions' ``commits`` (their log entries
+    only, not the snapshot, whose file list grows with every commit; None when one is missing);
+    checks that they removed none of the known files (the history was append-only)."""
     if new <= old:
         return []
-    found = storage.files_appended(path, old + 1, new)
-    if found is None:
+    if commits is None:
         raise ReplayError(f"cannot tell which versions of {path} between {old} and {new} added "
                           "its new files (a log entry is missing or unreadable); replay afresh")
-    added, removed = found
+    added, removed = appended_files(commits)
     uris = {f["uri"] for f in known}
     if gone := uris & removed:
         raise RecordingRewritten(f"the input files of version {old} of {path} are no longer "
@@ -245,12 +242,12 @@ def new_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[
     return files
 
 
-def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: list[dict]
-                ) -> list[dict]:
-    """The ``known`` files (of version ``old`` of the table at ``path``) as version ``new``
-    holds them: a file that a later commit rearranged (:mod:`jobs.storage.rearrange`: the same
-    rows, the same arrival order) is its replacement, at the same offset."""
-    moved = rearranged_files(storage, path, old, new)
+def moved_files(storage: DeltaStorage, path: str, known: list[dict],
+                commits: list[LoggedCommit] | None) -> list[dict]:
+    """The ``known`` files (of a version of the table at ``path``) as the last of the later
+    ``commits`` holds them: a file that one of them rearranged (:mod:`jobs.storage.rearrange`:
+    the same rows, the same arrival order) is its replacement, at the same offset."""
+    moved = rearranged_files(storage, commits or [])
     if not moved:
         return known
     root = local_path(path).rstrip("/")
@@ -262,8 +259,9 @@ def moved_files(storage: DeltaStorage, path: str, old: int, new: int, known: lis
 
 
 def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
-                  old: dict[str, int]) -> dict:
-    """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``."""
+                  old: dict[str, int], logs: dict[str, list[LoggedCommit] | None]) -> dict:
+    """Extend ``info`` to ``sources`` (new files and cuts, a pending segment) in ``run.json``
+    (``logs``: the recordings' commits after ``old`` up to ``sources``, by stream)."""
     k = max(1, len(info.segments))
     if ctx.merged:
         from jobs.execution.merged_inputs import merge_inputs, merged_versions
@@ -274,11 +272,13 @@ def _next_segment(replay: Replay, info: RunInfo, ctx, sources: dict[str, int],
         version = merge_inputs(replay.storage, replay.warehouse, replay.catalog, ctx.query,
                                sources, ctx.recording, info.input_path, info.run_id,
                                info.buckets, segment=k, after=old)
-        path = info.input_path
+        path = info.input_path  # (the run's own table: its log read here)
+        commits = replay.storage.commits(path, info.input_version + 1, version)
     else:
-        path, version = info.input_path, sources["input"]
-    known = moved_files(replay.storage, path, info.input_version, version, info.files)
-    files = [*known, *new_files(replay.storage, path, info.input_version, version, known)]
+        path, version, commits = info.input_path, sources["input"], logs["input"]
+    known = moved_files(replay.storage, path, info.files, commits)
+    files = [*known, *new_files(replay.storage, path, info.input_version, version, known,
+                                commits)]
     cuts = resolve_cuts(plans.parse_plan(info.plan), [plans.InputFile(**f) for f in files],
                         ctx.time_column)
     keep = kept_batches(info.cuts, cuts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobs.runs.listing import made_at, summarize
+from jobs.runs.listing import run_rank, summarize
 from jobs.runs.replay import Replay
 from jobs.runs.run_info import read_run
 from jobs.storage.object_paths import remove_tree
@@ -34,8 +34,7 @@ def superseded(replay: Replay, keep: int = 1) -> tuple[list[str], list[str]]:
         if summarize(replay.warehouse, run_id).status != "complete":
             continue
         info = read_run(replay.warehouse, run_id)
-        made = made_at(replay.warehouse.run_dir(run_id), info)
-        rank = (sorted((info.sources or {"input": info.input_version}).values()), made)
+        rank = run_rank(replay.warehouse.run_dir(run_id), info)
         by_query.setdefault(info.query, []).append((rank, run_id))
     remove, kept = [], []
     for runs in by_query.values():

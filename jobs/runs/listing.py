@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,9 +11,10 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from jobs.runs.engine_choice import engines_summary
-from jobs.runs.run_info import RunHeader, RunInfo, load_run_file
+from jobs.runs.run_info import RunHeader, RunInfo, load_run_file, run_header
 from jobs.runs.run_lock import is_locked
 from jobs.runs.run_segments import describe
+from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.warehouse import Warehouse
 
 
@@ -57,6 +59,30 @@ def made_at(run_dir: Path, info: RunInfo | RunHeader) -> datetime:
     if info.created:
         return datetime.fromisoformat(info.created)
     return datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC)
+
+
+def run_rank(run_dir: Path, info: RunInfo | RunHeader) -> tuple[list[int], datetime]:
+    """How new the run in ``run_dir`` is: its pinned input versions (sorted), then when it was
+    made (:func:`made_at`)."""
+    return sorted((info.sources or {"input": info.input_version}).values()), made_at(run_dir, info)
+
+
+def newest_run(warehouse: Warehouse, accept: Callable[[str, RunHeader], bool]) -> str | None:
+    """The id of the newest run (:func:`run_rank`) in ``warehouse`` that ``accept(run_id,
+    header)`` takes (the ``equals_standalone`` check's runs left out; only the runs' headers
+    are read: :func:`~jobs.runs.run_info.run_header`); None when it takes none."""
+    best: tuple | None = None
+    for run_id in warehouse.runs():
+        if run_id.endswith(STANDALONE_SUFFIX):  # the equals_standalone check's, not the asset's
+            continue
+        run_dir = warehouse.run_dir(run_id)
+        head = run_header(run_dir / "run.json")
+        if not accept(run_id, head):
+            continue
+        rank = run_rank(run_dir, head)
+        if best is None or rank > best[0]:
+            best = (rank, run_id)
+    return None if best is None else best[1]
 
 
 def summarize(warehouse: Warehouse, run_id: str) -> RunSummary:

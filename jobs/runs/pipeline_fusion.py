@@ -297,7 +297,8 @@ class FusedRuns:
         uplan, ulive = replay.step_plan(up, uctx, uctx.operator, ugroup, state, attempt,
                                         in_workers(uctx, up.files))
         lo, hi = uplan.batches[0][1], uplan.batches[-1][2]
-        choice = engine_for(replay.engine, replay.spark, up, uctx, first, replay.batches_per_job)
+        choice = engine_for(replay.engine, replay.spark, up, uctx, first, replay.batches_per_job,
+                            replay.settings.handover_at)
         files = overlapping(up.files, lo, hi)
         if choice.engine == "spark":  # a task per group of buckets, as the upstream's own run
             rows = per_task(replay.spark, task_groups(replay.spark, up.buckets),

@@ -23,6 +23,7 @@ from jobs.runs.run_commits import commit_rows
 from jobs.runs.run_info import TXN_SCHEME, ReplayError, RunInfo, note_checked
 from jobs.runs.run_text import run_text
 from jobs.storage import DeltaStorage, LiveFile, StagedFile, Txn
+from jobs.storage.delta_log import LoggedCommit
 from jobs.storage.locations import exists
 from jobs.storage.object_paths import write_whole
 from jobs.storage.rearrange import rearranging
@@ -54,33 +55,33 @@ def kept_batches(old_cuts: list[int], new_cuts: list[int]) -> int:
 
 
 def append_only(storage: DeltaStorage, path: str, old: int, new: int,
-                rearranged: bool = True) -> str | None:
+                commits: list[LoggedCommit] | None, rearranged: bool = True) -> str | None:
     """Why versions ``old+1 .. new`` of the table at ``path`` are not plain appends (a delete,
     an overwrite, an optimize...), or None when every one of them only appended rows (or, when
-    ``rearranged``, only rearranged its files: :mod:`jobs.storage.rearrange`). Reads those
-    versions' log entries, their commit information and their actions: a commit that removes
-    rows is not an append whatever its log's operation says (a writer may label its adds and
-    removes an append, as delta-rs and delta-spark label one transaction of both)."""
+    ``rearranged``, only rearranged its files: :mod:`jobs.storage.rearrange`). ``commits``:
+    those versions' commits (:meth:`~jobs.storage.DeltaStorage.commits`; None when a log entry
+    is missing), their commit information and their actions: a commit that removes rows is not
+    an append whatever its log's operation says (a writer may label its adds and removes an
+    append, as delta-rs and delta-spark label one transaction of both)."""
     if new <= old:
         return None
-    commits = storage.commits(path, old + 1, new)
     if commits is None:
         return (f"versions {old + 1} to {new} of {path} cannot be told apart from a rewrite "
                 "(a log entry is missing)")
-    for entry, gone in commits:
-        version = int(entry["version"])
+    for commit in commits:
+        entry, gone = commit.info, commit.rows_removed
         if rearranging(storage, entry):
             if rearranged:
                 continue
-            return f"version {version} of {path} rearranged its files (reprise optimize)"
+            return f"version {commit.version} of {path} rearranged its files (reprise optimize)"
         operation = str(entry.get("operation", "?"))
         mode = str((entry.get("operationParameters") or {}).get("mode", ""))
         if operation != "WRITE" or mode.lower() != "append":
             what = f"{operation} ({mode})" if mode else operation
-            return f"version {version} of {path} is a {what}, not an append"
+            return f"version {commit.version} of {path} is a {what}, not an append"
         if gone:
-            return (f"version {version} of {path} removed rows, though its log labels it an "
-                    f"append: its data file {gone[0]} is no longer live")
+            return (f"version {commit.version} of {path} removed rows, though its log labels "
+                    f"it an append: its data file {gone[0]} is no longer live")
     return None
 
 

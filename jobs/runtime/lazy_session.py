@@ -14,6 +14,7 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from jobs.runtime.masters import is_local
 from jobs.runtime.spark_session import get_spark, session_conf
 from jobs.settings import Settings
 
@@ -101,7 +102,7 @@ class LazySpark:
         """The conf value ``name`` of the session, when its master is local and sets it."""
         master, conf = self._conf
         value = conf.get(name)
-        return int(value) if master.startswith("local") and value else None
+        return int(value) if is_local(master) and value else None
 
     @cached_property
     def _conf(self) -> tuple[str, dict[str, str]]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from engine.catalog import Catalog
 from engine.sharing import SharedPlan, Statistics, plan_queries
-from jobs.runs.listing import made_at
+from jobs.runs.listing import newest_run
 from jobs.runs.pipeline_fusion import chain_plan, chain_plan_text
-from jobs.runs.run_info import run_header
+from jobs.runs.run_info import RunHeader
 from jobs.shared.shared_plan import (
     named_once,
     one_input,
@@ -23,28 +23,18 @@ from jobs.shared.shared_plan import (
     shared_plan,
     sharing_views,
 )
-from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage.locations import exists
 from jobs.warehouse import Warehouse
 
 
 def latest_output(warehouse: Warehouse, query: str) -> tuple[str, str] | None:
     """(run id, output table path) of the newest run of ``query`` in ``warehouse`` that has an
-    output table (the ``equals_standalone`` check's runs left out); None: there is none."""
-    best: tuple | None = None
-    for run_id in warehouse.runs():
-        run_dir = warehouse.run_dir(run_id)
-        output = warehouse.run_table(run_id, "output")
-        if run_id.endswith(STANDALONE_SUFFIX):
-            continue
-        head = run_header(run_dir / "run.json")
-        if head.query != query or not exists(f"{output}/_delta_log"):
-            continue
-        rank = (sorted((head.sources or {"input": head.input_version}).values()),
-                made_at(run_dir, head))
-        if best is None or rank > best[0]:
-            best = (rank, run_id, output)
-    return None if best is None else best[1:]
+    output table (:func:`~jobs.runs.listing.newest_run`); None: there is none."""
+    def has_output(run_id: str, head: RunHeader) -> bool:
+        return head.query == query and exists(f"{warehouse.run_table(run_id, 'output')}/_delta_log")
+
+    run_id = newest_run(warehouse, has_output)
+    return None if run_id is None else (run_id, warehouse.run_table(run_id, "output"))
 
 
 def stages_plan(catalog: Catalog, warehouse: Warehouse, names: list[str]

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from engine.errors import RepriseError
-from jobs.storage.delta_log import added_in, appended, changes, logged_commits
+from jobs.storage.delta_log import LoggedCommit, added_in, changes, logged_commits
 from jobs.storage.locations import filesystem
 
 WriteMode = Literal["append", "overwrite"]
@@ -173,19 +173,12 @@ class DeltaStorage(ABC):
         versions' log entries only; None when one of them is missing."""
         return added_in(path, first, last)
 
-    def files_appended(self, path: str, first: int, last: int
-                       ) -> tuple[dict[str, tuple[int, int | None]], set[str]] | None:
-        """The data files the commits of versions ``first .. last`` of the table at ``path``
-        add (each with the version that added it and its row count, None when its stats lack
-        one) and remove, named as :meth:`live_files` names them, from those versions' log
-        entries only; None when one of them is missing."""
-        return appended(path, first, last)
-
-    def commits(self, path: str, first: int, last: int) -> list[tuple[dict, list[str]]] | None:
+    def commits(self, path: str, first: int, last: int) -> list[LoggedCommit] | None:
         """Each commit of versions ``first .. last`` of the table at ``path``, in order: its
-        :meth:`history` entry and the data files it removes with their rows (not those a
-        commit only rearranges), named as :meth:`live_files` names them, from those versions'
-        log entries only; None when one of them is missing."""
+        :meth:`history` entry (``info``), the data files it adds (with their row counts, None
+        when its stats lack one) and those it removes (with whether it removes their rows, not
+        when it only rearranges them), named as :meth:`live_files` names them, from those
+        versions' log entries only, each read once; None when one of them is missing."""
         return logged_commits(path, first, last)
 
     def files_changed(self, path: str, version: int, latest: int

@@ -70,48 +70,72 @@ def log_actions(table: str, first: int, last: int) -> list[tuple[int, dict]] | N
     return actions
 
 
-def appended(table: str, first: int, last: int
-             ) -> tuple[dict[str, tuple[int, int | None]], set[str]] | None:
-    """The data files the commits of versions ``first .. last`` of ``table`` add, by path
-    under the table's root (see :func:`jobs.storage.locations.logged_file`): the version that
-    added each and its row count (from the add's stats; None without them); and the files they
-    remove. None when one of these log entries is missing."""
+@dataclass(frozen=True)
+class LoggedCommit:
+    """A commit as its JSON log entry gives it: its commit information with its ``version``
+    (as :func:`recent_commits` gives it; only the version when the entry has none), the data
+    files it adds (paths under the table's root -> their row count from the add's stats, None
+    without them) and those it removes (path -> whether the removal takes rows away: not for a
+    ``remove`` whose ``dataChange`` is false, as a commit that only rearranges files writes)."""
+
+    info: dict
+    added: dict[str, int | None]
+    removed: dict[str, bool]
+
+    @property
+    def version(self) -> int:
+        return int(self.info["version"])
+
+    @property
+    def rows_removed(self) -> list[str]:
+        """The data files it removes with their rows, sorted."""
+        return sorted(path for path, rows in self.removed.items() if rows)
+
+
+def logged_commits(table: str, first: int, last: int) -> list[LoggedCommit] | None:
+    """Each commit of versions ``first .. last`` of ``table``, in order, from its JSON log
+    entry (one read of each entry serves whatever is asked of the commits); None when one of
+    these log entries is missing."""
     actions = log_actions(table, first, last)
     if actions is None:
         return None
     root = table_root(table)
+    commits = {version: LoggedCommit({"version": version}, {}, {})
+               for version in range(first, last + 1)}
+    for version, action in actions:
+        commit = commits[version]
+        if "commitInfo" in action:
+            commit.info.update({**action["commitInfo"], "version": version})
+        elif "add" in action:
+            stats = json.loads(action["add"].get("stats") or "{}")
+            commit.added.setdefault(logged_file(root, action["add"]["path"]),
+                                    stats.get("numRecords"))
+        elif "remove" in action:
+            commit.removed[logged_file(root, action["remove"]["path"])] = \
+                action["remove"].get("dataChange", True) is not False
+    return list(commits.values())
+
+
+def appended_files(commits: list[LoggedCommit]
+                   ) -> tuple[dict[str, tuple[int, int | None]], set[str]]:
+    """The data files ``commits`` (in version order) add, by path under the table's root (see
+    :func:`jobs.storage.locations.logged_file`): the version that first added each and its row
+    count (None without stats); and the files they remove."""
     added: dict[str, tuple[int, int | None]] = {}
     removed: set[str] = set()
-    for version, action in actions:
-        if "add" in action:
-            stats = json.loads(action["add"].get("stats") or "{}")
-            added.setdefault(logged_file(root, action["add"]["path"]),
-                             (version, stats.get("numRecords")))
-        if "remove" in action:
-            removed.add(logged_file(root, action["remove"]["path"]))
+    for commit in commits:
+        for path, rows in commit.added.items():
+            added.setdefault(path, (commit.version, rows))
+        removed.update(commit.removed)
     return added, removed
 
 
-def logged_commits(table: str, first: int, last: int
-                   ) -> list[tuple[dict, list[str]]] | None:
-    """Each commit of versions ``first .. last`` of ``table``, in order, from its JSON log
-    entry: its commit information with its ``version`` (as :func:`recent_commits` gives it;
-    only the version when the entry has none) and the data files it removes with their rows
-    (a ``remove`` whose ``dataChange`` is not false: not those of a commit that only
-    rearranges files), sorted paths under the table's root; None when one of these log entries
-    is missing."""
-    actions = log_actions(table, first, last)
-    if actions is None:
-        return None
-    root = table_root(table)
-    commits = {version: ({"version": version}, []) for version in range(first, last + 1)}
-    for version, action in actions:
-        info, removed = commits[version]
-        if "commitInfo" in action:
-            info.update({**action["commitInfo"], "version": version})
-        elif "remove" in action and action["remove"].get("dataChange", True) is not False:
-            removed.append(logged_file(root, action["remove"]["path"]))
-    return [(info, sorted(removed)) for info, removed in commits.values()]
+def appended(table: str, first: int, last: int
+             ) -> tuple[dict[str, tuple[int, int | None]], set[str]] | None:
+    """:func:`appended_files` of the commits of versions ``first .. last`` of ``table``; None
+    when one of these log entries is missing."""
+    commits = logged_commits(table, first, last)
+    return None if commits is None else appended_files(commits)
 
 
 def added_in(table: str, first: int, last: int) -> dict[str, int] | None:

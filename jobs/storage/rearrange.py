@@ -18,6 +18,7 @@ from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction, RemoveAction
 
 from jobs.storage.base import DeltaStorage, StagedFile, StorageError
+from jobs.storage.delta_log import LoggedCommit
 from jobs.storage.locations import local_path
 from jobs.storage.log_entries import commit_properties, relative_path
 
@@ -59,17 +60,14 @@ def rearranging(storage: DeltaStorage, entry: dict) -> dict[str, str]:
     return json.loads(storage.commit_metadata(entry).get(REARRANGED_KEY) or "{}")
 
 
-def rearranged_files(storage: DeltaStorage, path: str, old: int, new: int) -> dict[str, str]:
-    """Each data file of the table at ``path`` that the commits of versions ``old+1 .. new``
-    rearranged -> its replacement at ``new`` (relative paths)."""
-    if new <= old:
-        return {}
-    entries = storage.history(path, limit=storage.version(path) - old)
+def rearranged_files(storage: DeltaStorage, commits: list[LoggedCommit]) -> dict[str, str]:
+    """Each data file of a table that ``commits`` (its commits after a version, in order:
+    :meth:`~jobs.storage.DeltaStorage.commits`) rearranged -> its replacement after the last of
+    them (relative paths)."""
     moved: dict[str, str] = {}
-    for entry in sorted(entries, key=lambda e: int(e["version"])):
-        if old < int(entry["version"]) <= new:
-            step = rearranging(storage, entry)
-            moved = {was: step.get(now, now) for was, now in moved.items()}
-            for was, now in step.items():
-                moved.setdefault(was, now)
+    for commit in commits:
+        step = rearranging(storage, commit.info)
+        moved = {was: step.get(now, now) for was, now in moved.items()}
+        for was, now in step.items():
+            moved.setdefault(was, now)
     return moved

@@ -196,6 +196,36 @@ def test_a_continuation_reads_as_much_of_the_logs_with_many_segments_as_with_few
     assert_same_as_fresh(replay, "ev_w", run_id, None)
 
 
+def test_a_continuation_reads_each_new_log_entry_of_its_recording_once(spark, storage,
+                                                                        monkeypatch):
+    """The commits a continuation reads of its recording serve the append-only check, the
+    rearranged files and the new files alike: each new log entry is read once."""
+    import jobs.storage.delta_log
+
+    root = Path(tempfile.mkdtemp(prefix="reprise-cont-"))
+    small_catalog(root / "schemas")
+    replay = Replay(spark, storage, Warehouse(root / "warehouse"), load_catalog(root / "schemas"))
+    table = events_table(np.random.default_rng(3), 60)
+    recording = replay.warehouse.recording("ev")
+    replay.storage.write(table.slice(0, 30), recording, mode="append")
+    first = continue_query(replay, "ev_w", log=lambda line: None)
+    for part in (table.slice(30, 20), table.slice(50, 10)):
+        replay.storage.write(part, recording, mode="append")
+    reads: dict[str, int] = {}
+    read = jobs.storage.delta_log.read_log_file
+
+    def counted(path: str) -> bytes:
+        if path.startswith(f"{recording.removeprefix('file://')}/_delta_log/"):
+            reads[path.rsplit("/", 1)[1]] = reads.get(path.rsplit("/", 1)[1], 0) + 1
+        return read(path)
+
+    monkeypatch.setattr(jobs.storage.delta_log, "read_log_file", counted)
+    result = continue_query(replay, "ev_w", log=lambda line: None)
+    assert result.info.run_id == first.info.run_id and not result.fresh_reason
+    assert reads == {f"{v:020d}.json": 1 for v in (1, 2)}, reads
+    assert_same_as_fresh(replay, "ev_w", result.info.run_id, None)
+
+
 @pytest.mark.parametrize(("engine", "on_spark"), [("spark", True), ("auto", False)])
 def test_engine_spark_runs_a_continuation_on_spark_too(spark, storage, monkeypatch, engine,
                                                        on_spark):

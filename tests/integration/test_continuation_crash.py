@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable
 from test_crash import child_env, late_rows, output_rows
 
 from jobs.execution.merged_inputs import merge_inputs
@@ -114,6 +115,36 @@ def test_rewritten_recording_is_replayed_from_scratch_with_the_reason(
     assert validate_run(replay, catalog, result.info.run_id).ok
     # the old run is untouched, still complete at its own version
     assert replay.manifest(first.info.run_id).num_rows == first.info.batches + 1
+
+
+def test_a_delete_committed_while_a_continuation_pins_its_versions_makes_it_fresh(
+        spark, storage, catalog, warehouse):
+    """A writer deletes rows of the recording's new events (a file the run never read) while a
+    continuation plans its segment, just before it pins the versions it reads: the
+    continuation checks exactly the versions it pinned, so it sees the delete and replays
+    afresh instead of extending the run over a history that is not append-only."""
+    generate_recording(storage, warehouse, catalog, "vitals", keys=10, events=2_000, seed=5,
+                       commits=2)
+    replay = Replay(spark, storage, warehouse, catalog)
+    first = continue_query(replay, QUERY, log=lambda line: None)
+    path = warehouse.recording("vitals")
+    later = later_events(replay).slice(0, 300)
+    storage.write(later, path, mode="append")
+    since = pc.min(later["ts"]).as_py().strftime("%Y-%m-%d %H:%M:%S")
+    pin, deletes = replay.pin_sources, []
+
+    def deleted_then_pinned(query, version):  # the writer's delete lands just before the pin
+        if not deletes:
+            deletes.append(DeltaTable(path).delete(f"ts >= '{since}'"))
+        return pin(query, version)
+
+    replay.pin_sources = deleted_then_pinned
+    result = extend(replay, first.info.run_id, log=lambda line: None)
+    assert deletes[0]["num_deleted_rows"] > 0
+    assert result.info.run_id != first.info.run_id
+    assert "rewritten" in result.fresh_reason and "DELETE" in result.fresh_reason, \
+        result.fresh_reason
+    assert result.info.input_version == storage.version(path)  # (the fresh run: the delete)
 
 
 def test_a_recording_generated_again_is_replayed_from_scratch(spark, storage, catalog,

@@ -7,6 +7,7 @@ composed reference over the recording."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import uuid
@@ -24,7 +25,10 @@ from jobs.runs.pipeline_stage import stage_over, upstream_read
 from jobs.runs.replay import Replay, run_id_of
 from jobs.runs.run_info import read_run
 from jobs.runs.validate import reconcile_run, validate_run
+from jobs.runtime.lazy_session import LazySpark
+from jobs.settings import Settings
 from jobs.storage import open_storage
+from jobs.storage.delta_rs import DeltaRsStorage
 
 MANIFEST = ("batch", "kind", "seq_lo", "seq_hi", "rows_in", "rows_out", "late", "quarantined")
 
@@ -205,3 +209,35 @@ def test_plan_shows_which_stages_are_fused(tmp_path):
     plan = chain_plan(pipeline_catalog(tmp_path / "schemas").query("ev_w_alerts"))
     assert [s["fused_with_upstream"] for s in plan["stages"]] == [False, True, True]
     assert plan["fused"] == [["ev_w", "ev_w_alert"], ["ev_w_alert", "ev_w_alerts"]]
+
+
+def test_a_fused_chain_hands_over_to_spark_at_the_batch_the_setting_names(spark, storage):
+    """A fused chain (window -> QRE -> select) run with ``handover_at`` runs its groups before
+    that batch in the driver (Spark starting meanwhile) and the others on Spark, as each run's
+    engine notes say, and its runs' tables equal those of the same chain, over the same
+    recording in a warehouse of its own, run without the setting."""
+    lazy = LazySpark(Settings(spark_master="local[2]"))
+    replays, runs = {}, {}
+    for name, handover_at in (("handover", 4), ("plain", None)):
+        replay = dataclasses.replace(
+            chain_replay(spark, storage, 7, 300, 3), spark=lazy, storage=DeltaRsStorage(lazy),
+            engine="auto", batches_per_job=2,
+            settings=Settings(spark_master="local[2]", handover_at=handover_at))
+        info = replay.prepare("ev_w_alerts", plan="rows:30")
+        assert info.fused_with
+        replay.run(info)
+        replays[name], runs[name] = replay, tuple(chain_runs(replay, info))
+    assert len(runs["handover"]) == 3
+    for mine, theirs in zip(runs["handover"], runs["plain"], strict=True):
+        for table in ("output", "late", "quarantine"):
+            assert table_rows(replays["handover"], mine, table) == \
+                table_rows(replays["plain"], theirs, table), (mine, table)
+        assert manifest_rows(replays["handover"], mine) == \
+            manifest_rows(replays["plain"], theirs), mine
+    for run_id in runs["handover"]:
+        engines = [(e["engine"], *e["batches"])
+                   for e in read_run(replays["handover"].warehouse, run_id).engines]
+        assert [e[0] for e in engines] == ["driver", "spark"], (run_id, engines)
+        assert engines[0][1:] == (0, 3) and engines[1][1] == 4, (run_id, engines)
+        assert validate_run(replays["handover"], replays["handover"].catalog, run_id).ok
+    assert lazy.started  # started in the background by the hand-over, then used

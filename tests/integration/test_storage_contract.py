@@ -312,6 +312,30 @@ def test_files_list_live_files_with_adding_version(backend, tmp_path):
     assert [f.commit_version for f in backend.files(path, 2)] == [0, 1, 2]
 
 
+def test_commits_give_each_commits_entry_adds_and_removes(backend, tmp_path):
+    """``commits``: each version's history entry, the files it adds (as ``live_files`` names
+    them, with their rows when the stats give them) and those it removes (with their rows),
+    whichever backend wrote the commits."""
+    path = table_path(tmp_path)
+    backend.write(batch([0, 1, 2]), path)
+    backend.write(batch([3, 4]), path)
+    at1 = {f.path: f.rows for f in backend.live_files(path, 1)}
+    dropped = min(at1, key=at1.get)  # (the file of 2 rows)
+    backend.commit_files(path, stage(backend, path, "b", [batch([5, 6, 7, 8])]), SCHEMA,
+                         remove=[dropped])
+    commits = backend.commits(path, 1, 2)
+    assert [c.version for c in commits] == [1, 2]
+    history = {e["version"]: e for e in backend.history(path)}
+    assert [c.info["operation"] for c in commits] == [history[1]["operation"],
+                                                       history[2]["operation"]]
+    assert list(commits[0].added) == [dropped] and not commits[0].removed
+    assert commits[0].added[dropped] in (None, 2)
+    (new, rows_of_new), = commits[1].added.items()
+    assert new in {f.path for f in backend.live_files(path, 2)} and rows_of_new in (None, 4)
+    assert commits[1].removed == {dropped: True} and commits[1].rows_removed == [dropped]
+    assert backend.commits(path, 1, 3) is None  # (no version 3 yet)
+
+
 def test_files_of_a_table_made_again_at_its_path_are_the_new_tables(backend, tmp_path):
     """A version's files are read once per process (they never change), but a table removed
     and made again at the same path has other files under the same version numbers."""

@@ -8,7 +8,7 @@ import os
 
 import pyarrow as pa
 
-from jobs.runs.run_segments import append_only
+from jobs.runs import run_segments
 from jobs.storage.delta_rs import DeltaRsStorage
 from jobs.storage.rearrange import commit_rearranged
 from jobs.storage.staging import stage_table
@@ -23,6 +23,14 @@ def _recording(tmp_path, commits: int) -> tuple[DeltaRsStorage, str]:
     for i in range(commits):
         storage.commit_files(path, [_staged(storage, path, [i])], SCHEMA)
     return storage, path
+
+
+def append_only(storage: DeltaRsStorage, path: str, old: int, new: int,
+                rearranged: bool = True) -> str | None:
+    """``run_segments.append_only`` of versions ``old+1 .. new``, their commits read from the
+    log as a continuation reads them."""
+    return run_segments.append_only(storage, path, old, new,
+                                    storage.commits(path, old + 1, new), rearranged)
 
 
 def _staged(storage: DeltaRsStorage, path: str, values: list[int]):

@@ -269,9 +269,21 @@ def test_a_local_cluster_master_is_accepted_as_a_cluster():
     assert "spark.driver.bindAddress" not in conf
 
 
+@pytest.fixture
+def started(monkeypatch) -> None:
+    """``get_spark`` finds a JVM and a context there already (stand-ins, put back after the
+    test), so it goes straight to ``SparkSession.builder`` (each test's failing one): it
+    launches no JVM and makes no context, which would be left, without the project's Delta
+    jars, for the session of the tests that follow."""
+    context = SimpleNamespace(_jsc=SimpleNamespace(sc=lambda: SimpleNamespace(
+        isStopped=lambda: False)))
+    monkeypatch.setattr(SparkContext, "_gateway", object())
+    monkeypatch.setattr(SparkContext, "_active_spark_context", context)
+
+
 class _FailingBuilder:
-    """SparkSession.builder whose JVM exits at launch (no JVM is started), or whose context
-    stopped while the session was being made (``error``)."""
+    """SparkSession.builder whose JVM exits at launch, or whose context stopped while the
+    session was being made (``error``); with :func:`started`, no JVM is started."""
 
     def __init__(self, error: Exception | None = None) -> None:
         self.error = error or PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED",
@@ -296,7 +308,8 @@ class _FailingBuilder:
     ({"REPRISE_SPARK_CONF": "a=1", "REPRISE_DELTA_JARS": "JARS"},
      "(REPRISE_SPARK_MASTER, REPRISE_SPARK_CONF, REPRISE_DELTA_JARS)"),
 ])
-def test_a_failed_start_names_the_variables_that_were_set(monkeypatch, jars, env, named):
+def test_a_failed_start_names_the_variables_that_were_set(monkeypatch, started, jars, env,
+                                                          named):
     # before: always "(REPRISE_SPARK_MASTER, REPRISE_SPARK_CONF)", never the Delta variables
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # get_spark sets it
     monkeypatch.setattr("jobs.runtime.spark_session.SparkSession",
@@ -324,7 +337,8 @@ def test_configured_jars_without_the_delta_classes_are_named(monkeypatch, env, n
 
 
 @pytest.mark.parametrize("stopped", [True, False])
-def test_a_context_that_stopped_while_starting_names_the_master(monkeypatch, stopped):
+def test_a_context_that_stopped_while_starting_names_the_master(monkeypatch, started,
+                                                                stopped):
     # before: a Py4JJavaError traceback from the SparkSession constructor ("Cannot call methods
     # on a stopped SparkContext") when an unreachable standalone master gave up meanwhile
     error = Py4JJavaError("An error occurred while calling None.SparkSession",
