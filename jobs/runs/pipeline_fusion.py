@@ -10,7 +10,9 @@ they write them; those rows are the next stage's batches, stepped right away, wh
 are the batches of the stage after it, and so on, with no intermediate table written or read
 back and no second exchange. Each stage keeps its own run (tables, manifest, run id; the ids
 and tables of the separate path): the driver commits the group's batches of each run in chain
-order, each with its per-batch app transactions and its manifest last.
+order, each with its per-batch app transactions and its manifest last, as soon as the run has
+stepped them (a run whose last batch is in has its tables checkpointed in the background while
+the stages after it step: :class:`~jobs.runs.lifecycle.Checkpoints`).
 
 A crash between two commits leaves the runs before it ahead: the next group starts at the
 next batch of the runs furthest behind, steps the runs ahead again from their state before
