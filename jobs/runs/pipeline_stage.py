@@ -153,7 +153,7 @@ def write_stage_input(replay: Replay, query: QuerySpec, upstream: RunInfo, targe
     if output is None:
         output = read_output(replay, query, upstream)
     assert output.run_id == upstream.run_id
-    return _commit_input(replay.storage, target, output.rows, Txn(f"{run_id}/input", 0),
+    return commit_input(replay.storage, target, output.rows, Txn(f"{run_id}/input", 0),
                          input_metadata(upstream.run_id, output.version, run_id))
 
 
@@ -173,17 +173,17 @@ def append_stage_input(replay: Replay, upstream: RunInfo, target: str, run_id: s
     version of its output table now (after its commit of ``last``), as
     :func:`write_stage_input`'s does."""
     output = replay.storage.version(replay.warehouse.run_table(upstream.run_id, "output"))
-    _commit_input(replay.storage, target, rows, Txn(f"{run_id}/{FUSED_INPUT}", last),
+    commit_input(replay.storage, target, rows, Txn(f"{run_id}/{FUSED_INPUT}", last),
                   input_metadata(upstream.run_id, output, run_id))
 
 
-def _commit_input(storage: DeltaStorage, target: str, rows: pa.Table, txn: Txn,
-                  metadata: dict[str, str]) -> int:
-    """Append ``rows`` to the input table ``target`` once (the app transaction ``txn``) as the
-    run's own tables are written (no Delta writer, which loads the table at every call), even
-    with no rows, so that the commit records the transaction and what was read; the version
-    holding them."""
-    version, _ = commit_rows(storage, target, rows, txn, metadata, force=True)
+def commit_input(storage: DeltaStorage, target: str, rows: pa.Table, txn: Txn,
+                 metadata: dict[str, str], remove: list[str] | None = None) -> int:
+    """Append ``rows`` to the input table ``target`` once (the app transaction ``txn``), the
+    live files ``remove`` dropped in the same commit, as the run's own tables are written (no
+    Delta writer, which loads the table at every call), even with no rows, so that the commit
+    records the transaction and what was read; the version holding them."""
+    version, _ = commit_rows(storage, target, rows, txn, metadata, remove=remove, force=True)
     return storage.version(target) if version is None else version
 
 

@@ -27,6 +27,7 @@ from jobs.execution.arrival import input_index
 from jobs.execution.fused_steps import stream_rows
 from jobs.runs.pipeline_stage import (
     Replay,
+    commit_input,
     input_metadata,
     stage_cuts,
     upstream_read,
@@ -42,7 +43,6 @@ from jobs.runs.run_segments import (
 )
 from jobs.shared.standalone_compare import STANDALONE_SUFFIX
 from jobs.storage import Txn
-from jobs.storage.staging import stage_table
 
 
 def stage_run_over(replay: Replay, ctx: RunContext, upstream: RunInfo) -> RunInfo | None:
@@ -132,11 +132,9 @@ def extend_input(replay: Replay, query: QuerySpec, info: RunInfo, upstream: RunI
     output = replay.warehouse.run_table(upstream.run_id, "output")
     version = storage.version(output)
     rows = stream_rows(query, output_after(replay, upstream, keep, output, version))
-    table = pa.concat_tables([*kept, rows.cast(schema)])
-    staged = [stage_table(storage, path, table)] if table.num_rows else []
-    storage.commit_files(path, staged, schema, txn=txn, remove=[f["uri"] for f in later],
-                         metadata=input_metadata(upstream.run_id, version, info.run_id))
-    return storage.version(path)
+    return commit_input(storage, path, pa.concat_tables([*kept, rows.cast(schema)]), txn,
+                        input_metadata(upstream.run_id, version, info.run_id),
+                        remove=[f["uri"] for f in later])
 
 
 def output_after(replay: Replay, upstream: RunInfo, keep: int, path: str, version: int
