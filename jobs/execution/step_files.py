@@ -44,7 +44,7 @@ def part_name(group: range, buckets: int) -> str:
 
 def buckets_of_file(path: str, buckets: int) -> range:
     """The buckets (of a run's ``buckets``) whose state a state file holds, as its name says
-    (:func:`write_part`): one bucket (``part-b00003-``), a group of consecutive buckets that
+    (:func:`part_path`): one bucket (``part-b00003-``), a group of consecutive buckets that
     one task stepped as one (``part-b00004_00007-``) or every bucket (``part-ball-``)."""
     m = _BUCKET_FILE.search(path.rsplit("/", 1)[-1])
     if not m:
@@ -98,18 +98,10 @@ def output_table(frame: pd.DataFrame, schema: pa.Schema, batch: int,
     return table.add_column(i, schema.field(i), pa.array(np.full(len(frame), batch, "int64")))
 
 
-def write_part(plan: StepPlan, batch: int, kind: str, table: pa.Table | None,
-               group: range) -> dict | None:
-    """Write ``table`` (None: nothing) as the Parquet file of ``kind`` for ``batch`` of the
-    buckets ``group`` (named so: :func:`buckets_of_file`); returns its file row."""
-    if table is None:
-        return None
-    return _write_at(part_path(plan, batch, kind, group), batch, kind, table, group)
-
-
 def part_path(plan: StepPlan, batch: int, kind: str, group: range) -> str:
-    """The path of the Parquet file of ``kind`` for ``batch`` of the buckets ``group``, named
-    after the task attempt that writes it (asked in the task's own thread)."""
+    """The path of the Parquet file of ``kind`` for ``batch`` of the buckets ``group`` (named
+    so: :func:`buckets_of_file`), and after the task attempt that writes it (asked in the
+    task's own thread)."""
     ctx = TaskContext.get()
     attempt = ctx.taskAttemptId() if ctx else 0
     of = part_name(group, plan.buckets)
@@ -117,13 +109,14 @@ def part_path(plan: StepPlan, batch: int, kind: str, group: range) -> str:
 
 
 class PartWriter:
-    """:func:`write_part` behind the step, for the time of a ``with`` block: each file is
-    encoded and written in a thread of the writer's own while the caller steps the next batch
-    (Arrow encodes and writes without holding the interpreter's lock), :data:`IN_FLIGHT` at
-    most; :meth:`rows` gives the rows of the files and those :meth:`add` gave, in the order of
-    the calls. A table handed to :meth:`write` may share memory with the frames it was made
-    from (numbers are converted without a copy): an operator's step makes new frames, never
-    changing the state it was given (:meth:`engine.operator.KeyedOperator.step`)."""
+    """:func:`write_part` at :func:`part_path` behind the step, for the time of a ``with``
+    block: each file is encoded and written in a thread of the writer's own while the caller
+    steps the next batch (Arrow encodes and writes without holding the interpreter's lock),
+    :data:`IN_FLIGHT` at most; :meth:`rows` gives the rows of the files and those :meth:`add`
+    gave, in the order of the calls. A table handed to :meth:`write` may share memory with the
+    frames it was made from (numbers are converted without a copy): an operator's step makes
+    new frames, never changing the state it was given
+    (:meth:`engine.operator.KeyedOperator.step`)."""
 
     #: Files encoded or written at once, at most (a step waits for the oldest beyond): the
     #: tables waiting to be written are held in memory.
@@ -146,8 +139,8 @@ class PartWriter:
             return
         while len(self._in_flight) >= self.IN_FLIGHT:
             self._in_flight.popleft().result()
-        future = self._pool.submit(_write_at, part_path(plan, batch, kind, group), batch, kind,
-                                   table, group)
+        future = self._pool.submit(write_part, part_path(plan, batch, kind, group), batch,
+                                   kind, table, group)
         self._pending.append(future)
         self._in_flight.append(future)
 
@@ -160,8 +153,9 @@ class PartWriter:
         return [r.result() if isinstance(r, Future) else r for r in self._pending]
 
 
-def _write_at(path: str, batch: int, kind: str, table: pa.Table, group: range) -> dict:
-    """:func:`write_part` of ``table`` at ``path``."""
+def write_part(path: str, batch: int, kind: str, table: pa.Table, group: range) -> dict:
+    """Write ``table`` as the Parquet file ``path`` of ``kind`` for ``batch`` of the buckets
+    ``group`` (:func:`part_path`); returns its file row."""
     # dictionary pages only for text: on numbers they cost more time than they save space;
     # integers and times delta-packed (on a 97,000-row select output: a quarter less time and
     # half the bytes of plain pages)

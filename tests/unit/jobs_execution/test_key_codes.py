@@ -21,7 +21,7 @@ from engine.qre.query_spec import QreSpec
 from engine.windows import Aggregate, TumblingWindow, WindowSpec
 from jobs.execution.key_codes import KeyValues, key_codes
 from jobs.execution.keyed_steps import BucketSplit, coded_state
-from jobs.execution.step_files import arrow_table, write_part
+from jobs.execution.step_files import arrow_table, part_path, write_part
 
 keys = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=3), min_size=1, max_size=30)
 
@@ -50,8 +50,8 @@ def test_text_kept_as_codes_is_written_as_text_with_its_null_count(tmp_path):
     schema = pa.schema([("k", pa.string()), ("x", pa.int64())])
     table = arrow_table(frame, schema, dictionary=True)
     assert pa.types.is_dictionary(table.schema.field("k").type)
-    row = write_part(SimpleNamespace(dirs={"output": str(tmp_path)}, buckets=2), 0, "output",
-                     table, range(1))
+    plan = SimpleNamespace(dirs={"output": str(tmp_path)}, buckets=2)
+    row = write_part(part_path(plan, 0, "output", range(1)), 0, "output", table, range(1))
     back = pq.read_table(row["path"])
     assert back.schema == schema  # the text reads back as text, not as a dictionary
     assert back.column("k").to_pylist() == ["b", None, "a", "b"]

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from jobs.execution.step_files import PartWriter, count_row, write_part
+from jobs.execution.step_files import PartWriter, count_row, part_path, write_part
 
 
 def _plan(root: Path) -> SimpleNamespace:
@@ -27,7 +27,8 @@ def test_files_written_behind_equal_those_written_in_turn_and_keep_the_calls_ord
         for batch, table in enumerate(_tables()):
             kind = "output" if batch % 2 else "state"
             in_turn.append(count_row(batch, "input", 1, batch))
-            in_turn.append(write_part(_plan(tmp_path / "a"), batch, kind, table, range(1, 3)))
+            path = part_path(_plan(tmp_path / "a"), batch, kind, range(1, 3))
+            in_turn.append(write_part(path, batch, kind, table, range(1, 3)))
             writer.add(count_row(batch, "input", 1, batch))
             writer.write(_plan(tmp_path / "b"), batch, kind, table, range(1, 3))
         writer.write(_plan(tmp_path / "b"), 9, "output", None, range(1, 3))  # nothing to write
