@@ -72,18 +72,22 @@ def input_rows(replay: Replay, run_id: str) -> list[dict]:
             for row in replay.storage.read_file(f["uri"], schema=schema).to_pylist()]
 
 
-def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, ...]) -> None:
+def assert_same_runs(replay: Replay, fused: tuple[str, ...], apart: tuple[str, ...],
+                     elsewhere: Replay | None = None) -> None:
+    """The runs ``fused`` (a fused chain's, complete) hold what the runs ``apart`` hold, run
+    by run: the runs of ``elsewhere``'s warehouse (default: the same one)."""
+    there = elsewhere or replay
     for position, (mine, theirs) in enumerate(zip(fused, apart, strict=True)):
         for table in ("output", "late", "quarantine"):
-            assert table_rows(replay, mine, table) == table_rows(replay, theirs, table), \
+            assert table_rows(replay, mine, table) == table_rows(there, theirs, table), \
                 (mine, table)
-        assert manifest_rows(replay, mine) == manifest_rows(replay, theirs), mine
+        assert manifest_rows(replay, mine) == manifest_rows(there, theirs), mine
         for table in ("output", "state"):  # the same commits, so the same checkpoints
-            assert checkpoints(replay, mine, table) == checkpoints(replay, theirs, table), mine
-        ours, other = read_run(replay.warehouse, mine), read_run(replay.warehouse, theirs)
+            assert checkpoints(replay, mine, table) == checkpoints(there, theirs, table), mine
+        ours, other = read_run(replay.warehouse, mine), read_run(there.warehouse, theirs)
         assert ours.cuts == other.cuts and not ours.fused_with
         if position:  # a stage's input table: the same rows in the same arrival order
-            assert input_rows(replay, mine) == input_rows(replay, theirs), mine
+            assert input_rows(replay, mine) == input_rows(there, theirs), mine
             upstream = fused[position - 1]  # its newest commit names the upstream's output
             assert upstream_read(replay, ours) == (upstream, replay.storage.version(
                 replay.warehouse.run_table(upstream, "output"))), mine
@@ -228,12 +232,7 @@ def test_a_fused_chain_hands_over_to_spark_at_the_batch_the_setting_names(spark,
         replay.run(info)
         replays[name], runs[name] = replay, tuple(chain_runs(replay, info))
     assert len(runs["handover"]) == 3
-    for mine, theirs in zip(runs["handover"], runs["plain"], strict=True):
-        for table in ("output", "late", "quarantine"):
-            assert table_rows(replays["handover"], mine, table) == \
-                table_rows(replays["plain"], theirs, table), (mine, table)
-        assert manifest_rows(replays["handover"], mine) == \
-            manifest_rows(replays["plain"], theirs), mine
+    assert_same_runs(replays["handover"], runs["handover"], runs["plain"], replays["plain"])
     for run_id in runs["handover"]:
         engines = [(e["engine"], *e["batches"])
                    for e in read_run(replays["handover"].warehouse, run_id).engines]
