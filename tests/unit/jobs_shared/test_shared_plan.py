@@ -160,8 +160,7 @@ def test_plan_lists_each_derived_definition_once_per_cluster_with_its_members(tm
 def test_statistics_count_the_snapshot_and_sample_every_file_by_its_share(tmp_path):
     _, warehouse = setup(tmp_path)  # four files of 100 rows
     path = Warehouse(warehouse).recording("ev")
-    stats = table_statistics(Warehouse(warehouse).recording("ev"), {"v", "k", "nope"},
-                                 sample_rows=150)
+    stats = table_statistics(path, {"v", "k", "nope"}, sample_rows=150)
     assert stats.rows == 400
     heads = [pq.read_table(f, columns=["k", "v"]).slice(0, 38)  # 150 / 4, rounded up
              for f in sorted(str(f) for f in Path(path).glob("*.parquet"))]
